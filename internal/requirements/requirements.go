@@ -1,0 +1,253 @@
+// Package requirements is the registry of normative statements the suites
+// verify. Requirements are data (one YAML file per level, embedded), with
+// stable ids that are never renumbered or reused; every Ginkgo spec names the
+// ids it verifies, and the registry is frozen: naming an unknown id is an
+// error at start-up.
+package requirements
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Level is a conformance level of the narrative spec.
+type Level string
+
+const (
+	Core     Level = "core"
+	Extended Level = "extended"
+	Receipts Level = "receipts"
+	Replay   Level = "replay"
+)
+
+// Levels lists every level in the order reports show them.
+func Levels() []Level { return []Level{Core, Extended, Receipts, Replay} }
+
+// ParseLevel accepts a level name, case-insensitively.
+func ParseLevel(s string) (Level, error) {
+	l := Level(strings.ToLower(strings.TrimSpace(s)))
+	for _, v := range Levels() {
+		if l == v {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown level %q (want one of core, extended, receipts, replay)", s)
+}
+
+// Keyword is the RFC 2119 keyword of a requirement.
+type Keyword string
+
+const (
+	Must      Keyword = "MUST"
+	MustNot   Keyword = "MUST NOT"
+	Should    Keyword = "SHOULD"
+	ShouldNot Keyword = "SHOULD NOT"
+	May       Keyword = "MAY"
+)
+
+// Mandatory reports whether breaking the requirement makes a target
+// nonconformant (MUST, MUST NOT) rather than earning a warning.
+func (k Keyword) Mandatory() bool { return k == Must || k == MustNot }
+
+// Source documents that requirements come from, with the base of their links.
+var sources = map[string]string{
+	"narrative": "https://harnlang.com/spec/agents-protocol/v1",
+	"replay":    "https://github.com/burin-labs/harn/tree/main/agents-protocol-replay",
+}
+
+// Requirement is one normative statement.
+type Requirement struct {
+	ID         string   `yaml:"id" json:"id"`
+	Level      Level    `yaml:"level" json:"level"`
+	Keyword    Keyword  `yaml:"keyword" json:"keyword"`
+	Source     string   `yaml:"source" json:"source"`
+	Section    string   `yaml:"section" json:"section"`
+	Anchor     string   `yaml:"anchor" json:"anchor"`
+	Summary    string   `yaml:"summary" json:"summary"`
+	Transports []string `yaml:"transports" json:"transports"`
+	// Observable says whether a black-box client can see the requirement
+	// kept or broken; Reason says why not when it cannot.
+	Observable bool   `yaml:"observable" json:"observable"`
+	Reason     string `yaml:"reason,omitempty" json:"reason,omitempty"`
+	// Exclusion, when set, is why an observable requirement has no spec yet.
+	// An excluded mandatory requirement keeps its level from "conformant".
+	Exclusion string `yaml:"exclusion,omitempty" json:"exclusion,omitempty"`
+}
+
+// Link is the requirement's spec section URL.
+func (r Requirement) Link() string { return sources[r.Source] + "#" + r.Anchor }
+
+var (
+	idPattern     = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY)-[A-Z]+-[0-9]{3}$`)
+	anchorPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	prefixOf      = map[Level]string{Core: "CORE-", Extended: "EXT-", Receipts: "RCPT-", Replay: "RPLY-"}
+	transports    = map[string]bool{"rest": true, "sse": true, "websocket": true, "offline": true}
+	keywords      = map[Keyword]bool{Must: true, MustNot: true, Should: true, ShouldNot: true, May: true}
+)
+
+// Validate checks one entry on its own.
+func (r Requirement) Validate() error {
+	var errs []string
+	if !idPattern.MatchString(r.ID) {
+		errs = append(errs, fmt.Sprintf("id %q does not match %s", r.ID, idPattern))
+	}
+	if p, ok := prefixOf[r.Level]; !ok {
+		errs = append(errs, fmt.Sprintf("level %q is not one of core, extended, receipts, replay", r.Level))
+	} else if !strings.HasPrefix(r.ID, p) {
+		errs = append(errs, fmt.Sprintf("id of a %s requirement must start with %s", r.Level, p))
+	}
+	if !keywords[r.Keyword] {
+		errs = append(errs, fmt.Sprintf("keyword %q is not one of MUST, MUST NOT, SHOULD, SHOULD NOT, MAY", r.Keyword))
+	}
+	if _, ok := sources[r.Source]; !ok {
+		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay", r.Source))
+	}
+	if strings.TrimSpace(r.Section) == "" {
+		errs = append(errs, "section is empty")
+	}
+	if !anchorPattern.MatchString(r.Anchor) {
+		errs = append(errs, fmt.Sprintf("anchor %q is not lower-kebab-case", r.Anchor))
+	}
+	if len(strings.TrimSpace(r.Summary)) < 10 {
+		errs = append(errs, "summary is missing or too short")
+	}
+	if len(r.Transports) == 0 {
+		errs = append(errs, "transports is empty")
+	}
+	for _, t := range r.Transports {
+		if !transports[t] {
+			errs = append(errs, fmt.Sprintf("transport %q is not one of rest, sse, websocket, offline", t))
+		}
+	}
+	if !r.Observable && strings.TrimSpace(r.Reason) == "" {
+		errs = append(errs, "not observable but no reason given")
+	}
+	if r.Observable && r.Reason != "" {
+		errs = append(errs, "observable requirements take no reason (use exclusion for unverified ones)")
+	}
+	if !r.Observable && r.Exclusion != "" {
+		errs = append(errs, "exclusion only applies to observable requirements")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", r.ID, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Registry is an immutable, validated set of requirements.
+type Registry struct {
+	all  []Requirement
+	byID map[string]int
+}
+
+// Parse builds a registry from YAML documents (file name → bytes) and
+// validates every entry and the set (ids unique).
+func Parse(files map[string][]byte) (*Registry, error) {
+	reg := &Registry{byID: map[string]int{}}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []string
+	for _, name := range names {
+		var entries []Requirement
+		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
+		dec.KnownFields(true)
+		if err := dec.Decode(&entries); err != nil {
+			return nil, fmt.Errorf("requirements: %s: %w", name, err)
+		}
+		for _, r := range entries {
+			r.Summary = strings.TrimSpace(r.Summary)
+			if err := r.Validate(); err != nil {
+				errs = append(errs, name+": "+err.Error())
+				continue
+			}
+			if _, dup := reg.byID[r.ID]; dup {
+				errs = append(errs, fmt.Sprintf("%s: %s: duplicate id", name, r.ID))
+				continue
+			}
+			reg.byID[r.ID] = len(reg.all)
+			reg.all = append(reg.all, r)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("requirements: %d invalid entries:\n  %s", len(errs), strings.Join(errs, "\n  "))
+	}
+	sort.Slice(reg.all, func(i, j int) bool { return reg.all[i].ID < reg.all[j].ID })
+	for i, r := range reg.all {
+		reg.byID[r.ID] = i
+	}
+	return reg, nil
+}
+
+// All returns every requirement sorted by id (a copy).
+func (g *Registry) All() []Requirement { return append([]Requirement(nil), g.all...) }
+
+// Lookup finds a requirement by id.
+func (g *Registry) Lookup(id string) (Requirement, bool) {
+	i, ok := g.byID[id]
+	if !ok {
+		return Requirement{}, false
+	}
+	return g.all[i], true
+}
+
+// ByLevel returns the requirements of one level, sorted by id.
+func (g *Registry) ByLevel(l Level) []Requirement {
+	var out []Requirement
+	for _, r := range g.all {
+		if r.Level == l {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+//go:embed *.yaml
+var files embed.FS
+
+var (
+	defaultOnce sync.Once
+	defaultReg  *Registry
+	defaultErr  error
+)
+
+// Default is the registry embedded in this build. Its error is a defect of
+// the build (the tests of this package keep it nil).
+func Default() (*Registry, error) {
+	defaultOnce.Do(func() {
+		m := map[string][]byte{}
+		err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := files.ReadFile(p)
+			m[p] = b
+			return err
+		})
+		if err != nil {
+			defaultErr = err
+			return
+		}
+		defaultReg, defaultErr = Parse(m)
+	})
+	return defaultReg, defaultErr
+}
+
+// MustDefault is Default for callers that have already checked the registry
+// at start-up (the runner does, and exits 2 with the message if it is bad).
+func MustDefault() *Registry {
+	r, err := Default()
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
