@@ -1,0 +1,437 @@
+// Package config is the one configuration of a conformance run. It is loaded
+// once, in a fixed order (defaults, then a YAML or JSON file, then CONFORM_*
+// environment variables, then command-line flags), validated once, and then
+// passed down as a value. The conform binary exports it to the environment so
+// that `go test ./suites/...` and the ginkgo CLI see exactly the same run.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ProtocolVersion is the Harn Agents Protocol version this tool checks.
+const ProtocolVersion = "agents-protocol-2026-04-25"
+
+// LevelsClaimed and LevelsAll are the two special values of Levels.
+const (
+	LevelsClaimed = "claimed"
+	LevelsAll     = "all"
+)
+
+// Timeouts are the named waits of a run.
+type Timeouts struct {
+	Request time.Duration `json:"request"` // one HTTP exchange
+	Task    time.Duration `json:"task"`    // a task reaching the state a spec waits for
+	Stream  time.Duration `json:"stream"`  // a stream delivering the frame a spec waits for
+}
+
+// Config is a whole run's configuration.
+type Config struct {
+	Target          string   // base URL of the Harness under test; "" = the built-in reference Harness
+	APIKey          string   // bearer key; never printed (see Redacted)
+	APIKeyFile      string   // where APIKey came from, if a file
+	Levels          []string // "claimed", "all", or level names
+	Out             string   // report directory
+	Timeouts        Timeouts //
+	LabelFilter     string   // Ginkgo label filter, ANDed with the level selection
+	Focus           []string // Ginkgo focus strings
+	Seed            int64    // spec order seed; 0 = choose one and record it
+	ProtocolVersion string   // the version header value sent
+	MaxBodyBytes    int64    // cap on any response body read from the target
+	CAFile          string   // extra PEM roots for HTTPS targets
+	Redact          []string // further secrets to scrub from every output
+}
+
+// Defaults returns the configuration before any source is applied.
+func Defaults() Config {
+	return Config{
+		Levels:          []string{LevelsClaimed},
+		Out:             "conform-report",
+		Timeouts:        Timeouts{Request: 10 * time.Second, Task: 30 * time.Second, Stream: 10 * time.Second},
+		ProtocolVersion: ProtocolVersion,
+		MaxBodyBytes:    8 << 20,
+	}
+}
+
+// A setting is one knob: its names in each source and how to apply a string.
+type setting struct {
+	key    string // file key and flag name (flag names use '-' for '_')
+	secret bool   // never shown, never accepted from a file
+	help   string
+	set    func(*Config, string) error
+	get    func(*Config) string
+}
+
+func durationSetting(key, help string, field func(*Config) *time.Duration, min, max time.Duration) setting {
+	return setting{key: key, help: help,
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not a duration like 5s or 2m", v)
+			}
+			if d < min || d > max {
+				return fmt.Errorf("%s is out of range [%s, %s]", d, min, max)
+			}
+			*field(c) = d
+			return nil
+		},
+		get: func(c *Config) string { return field(c).String() },
+	}
+}
+
+func listSetting(key, help string, field func(*Config) *[]string) setting {
+	return setting{key: key, help: help,
+		set: func(c *Config, v string) error { *field(c) = splitList(v); return nil },
+		get: func(c *Config) string { return strings.Join(*field(c), ",") },
+	}
+}
+
+func stringSetting(key, help string, field func(*Config) *string) setting {
+	return setting{key: key, help: help,
+		set: func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return *field(c) },
+	}
+}
+
+var settings = []setting{
+	stringSetting("target", "base URL of the Harness under test (a path prefix is fine); empty runs the built-in reference Harness", func(c *Config) *string { return &c.Target }),
+	{key: "api_key", secret: true, help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or api_key_file)",
+		set: func(c *Config, v string) error { c.APIKey = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return c.APIKey }},
+	{key: "api_key_file", help: "file whose first line is the bearer API key",
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			key, err := readKeyFile(v)
+			if err != nil {
+				return err
+			}
+			c.APIKeyFile, c.APIKey = v, key
+			return nil
+		},
+		get: func(c *Config) string { return c.APIKeyFile }},
+	listSetting("levels", "levels to run: claimed (those the target advertises, plus core), all, or a list of core,extended,receipts,replay", func(c *Config) *[]string { return &c.Levels }),
+	stringSetting("out", "directory for conform.json, junit.xml and summary.md", func(c *Config) *string { return &c.Out }),
+	durationSetting("request_timeout", "limit on one HTTP exchange", func(c *Config) *time.Duration { return &c.Timeouts.Request }, 100*time.Millisecond, 10*time.Minute),
+	durationSetting("task_timeout", "limit on a task reaching an awaited state", func(c *Config) *time.Duration { return &c.Timeouts.Task }, time.Second, time.Hour),
+	durationSetting("stream_timeout", "limit on a stream delivering an awaited frame", func(c *Config) *time.Duration { return &c.Timeouts.Stream }, 100*time.Millisecond, 10*time.Minute),
+	stringSetting("label_filter", "Ginkgo label filter expression, ANDed with the level selection", func(c *Config) *string { return &c.LabelFilter }),
+	listSetting("focus", "run only specs whose text matches these regular expressions", func(c *Config) *[]string { return &c.Focus }),
+	{key: "seed", help: "random seed of the spec order (0 picks one; the report records it)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%q is not a whole number >= 0", v)
+			}
+			c.Seed = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatInt(c.Seed, 10) }},
+	stringSetting("protocol_version", "value sent in Harn-Agents-Protocol-Version", func(c *Config) *string { return &c.ProtocolVersion }),
+	{key: "max_body_bytes", help: "largest response body read from the target, in bytes [1024, 1073741824]",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 1024 || n > 1<<30 {
+				return fmt.Errorf("%q is not a whole number in [1024, 1073741824]", v)
+			}
+			c.MaxBodyBytes = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }},
+	stringSetting("ca_file", "PEM file of extra root certificates for an HTTPS target", func(c *Config) *string { return &c.CAFile }),
+	{key: "redact", secret: true, help: "further secret values to scrub from every output (newline-separated)",
+		set: func(c *Config, v string) error {
+			for _, s := range strings.Split(v, "\n") {
+				if s = strings.TrimSpace(s); s != "" {
+					c.Redact = append(c.Redact, s)
+				}
+			}
+			return nil
+		},
+		get: func(c *Config) string { return strings.Join(c.Redact, "\n") }},
+}
+
+// EnvName is the environment variable of a setting key.
+func EnvName(key string) string { return "CONFORM_" + strings.ToUpper(key) }
+
+// FlagName is the command-line flag of a setting key.
+func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// Setting describes one knob for flag registration and documentation.
+type Setting struct{ Key, Flag, Env, Help string }
+
+// Settings lists every knob.
+func Settings() []Setting {
+	out := make([]Setting, len(settings))
+	for i, s := range settings {
+		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Help: s.help}
+	}
+	return out
+}
+
+// Sources are the inputs of Load besides the defaults.
+type Sources struct {
+	File  string              // config file path ("" = none)
+	Env   func(string) string // os.Getenv, or a fake in tests
+	Flags map[string]string   // flag name -> value, only flags given explicitly
+}
+
+// Load applies the sources in order and validates the result. Every error
+// names the source and the field.
+func Load(src Sources) (Config, error) {
+	c := Defaults()
+	if src.File != "" {
+		if err := applyFile(&c, src.File); err != nil {
+			return Config{}, err
+		}
+	}
+	if src.Env != nil {
+		for _, s := range settings {
+			if v := src.Env(EnvName(s.key)); v != "" {
+				if err := s.set(&c, v); err != nil {
+					return Config{}, fmt.Errorf("%s: %w", EnvName(s.key), err)
+				}
+			}
+		}
+	}
+	flagKeys := make([]string, 0, len(src.Flags))
+	for k := range src.Flags {
+		flagKeys = append(flagKeys, k)
+	}
+	sort.Strings(flagKeys)
+	for _, name := range flagKeys {
+		s, ok := byFlag(name)
+		if !ok {
+			return Config{}, fmt.Errorf("--%s: unknown flag", name)
+		}
+		if err := s.set(&c, src.Flags[name]); err != nil {
+			return Config{}, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func byFlag(name string) (setting, bool) {
+	for _, s := range settings {
+		if FlagName(s.key) == name {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+// maxFileBytes bounds config and key files: both are small by nature.
+const maxFileBytes = 1 << 20
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileBytes)
+	}
+	return b, nil
+}
+
+func readKeyFile(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("empty path")
+	}
+	b, err := readBounded(path)
+	if err != nil {
+		return "", fmt.Errorf("reading API key file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	key := strings.TrimSpace(line)
+	if key == "" {
+		return "", fmt.Errorf("API key file %s: first line is empty", path)
+	}
+	return key, nil
+}
+
+func applyFile(c *Config, path string) error {
+	b, err := readBounded(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("config file %s: not YAML or JSON: %w", path, err)
+	}
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s, ok := byKey(k)
+		if !ok {
+			return fmt.Errorf("config file %s: unknown field %q (known: %s)", path, k, knownKeys())
+		}
+		if s.key == "api_key" {
+			return fmt.Errorf("config file %s: field api_key is not accepted in a file (use api_key_file or CONFORM_API_KEY)", path)
+		}
+		v, err := scalar(doc[k])
+		if err != nil {
+			return fmt.Errorf("config file %s: field %s: %w", path, k, err)
+		}
+		if err := s.set(c, v); err != nil {
+			return fmt.Errorf("config file %s: field %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+func byKey(k string) (setting, bool) {
+	for _, s := range settings {
+		if s.key == k {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+func knownKeys() string {
+	var ks []string
+	for _, s := range settings {
+		if s.key != "api_key" {
+			ks = append(ks, s.key)
+		}
+	}
+	return strings.Join(ks, ", ")
+}
+
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case int, int64, float64, bool:
+		return fmt.Sprint(x), nil
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := scalar(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case nil:
+		return "", nil
+	default:
+		return "", fmt.Errorf("want a string, number or list, got %T", v)
+	}
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var levelNames = map[string]bool{"core": true, "extended": true, "receipts": true, "replay": true}
+
+// Validate checks the whole configuration.
+func (c Config) Validate() error {
+	if c.Target != "" {
+		u, err := url.Parse(c.Target)
+		switch {
+		case err != nil:
+			return fmt.Errorf("target: %q is not a URL: %v", c.Target, err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			return fmt.Errorf("target: %q must be an http:// or https:// URL", c.Target)
+		case u.Host == "":
+			return fmt.Errorf("target: %q has no host", c.Target)
+		case u.User != nil:
+			return errors.New("target: credentials in the URL are not allowed (they would end up in reports); use CONFORM_API_KEY")
+		case u.RawQuery != "" || u.Fragment != "":
+			return fmt.Errorf("target: %q must not carry a query or fragment", c.Target)
+		}
+	}
+	if len(c.Levels) == 0 {
+		return errors.New("levels: empty (want claimed, all, or a list of core,extended,receipts,replay)")
+	}
+	for _, l := range c.Levels {
+		l = strings.ToLower(l)
+		if (l == LevelsClaimed || l == LevelsAll) && len(c.Levels) > 1 {
+			return fmt.Errorf("levels: %q cannot be combined with other levels", l)
+		}
+		if l != LevelsClaimed && l != LevelsAll && !levelNames[l] {
+			return fmt.Errorf("levels: unknown level %q (want claimed, all, or a list of core,extended,receipts,replay)", l)
+		}
+	}
+	if strings.TrimSpace(c.Out) == "" {
+		return errors.New("out: empty report directory")
+	}
+	if c.ProtocolVersion == "" || strings.ContainsAny(c.ProtocolVersion, "\r\n") {
+		return errors.New("protocol_version: empty or not a header value")
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") {
+		return errors.New("api_key: contains a line break")
+	}
+	return nil
+}
+
+// Secrets lists every value that must never reach an output.
+func (c Config) Secrets() []string {
+	var out []string
+	if c.APIKey != "" {
+		out = append(out, c.APIKey)
+	}
+	return append(out, c.Redact...)
+}
+
+// Redacted is the configuration as reports show it: secrets replaced by a
+// marker that says only whether they were set.
+func (c Config) Redacted() map[string]string {
+	m := map[string]string{}
+	for _, s := range settings {
+		v := s.get(&c)
+		if s.secret {
+			if v != "" {
+				v = "[REDACTED]"
+			}
+		}
+		m[s.key] = v
+	}
+	return m
+}
+
+// Environ renders the configuration as CONFORM_* variables (secrets
+// included: it is for a child process's environment, never for output), so
+// that Load with these variables reproduces c.
+func (c Config) Environ() []string {
+	var out []string
+	for _, s := range settings {
+		if s.key == "api_key_file" {
+			continue // the key itself travels as CONFORM_API_KEY
+		}
+		if v := s.get(&c); v != "" {
+			out = append(out, EnvName(s.key)+"="+v)
+		}
+	}
+	return out
+}
