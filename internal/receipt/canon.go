@@ -1,0 +1,146 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// HashPrefix starts every receipt hash: "sha256:" then 64 lowercase hex digits.
+const HashPrefix = "sha256:"
+
+// canonicalize is RFC 8785 (JCS) on arbitrary JSON text. It is the single
+// path every hash in this package goes through, so the RFC's own test
+// vectors exercise exactly what verification uses. The jcs package also
+// refuses what I-JSON forbids (duplicate member names, invalid UTF-8, lone
+// surrogates, excessive nesting), which encoding/json would silently accept
+// or repair.
+func canonicalize(doc []byte) ([]byte, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return nil, errors.New("empty input, want a JSON object")
+	}
+	out, err := jcs.Transform(doc)
+	if err != nil {
+		return nil, fmt.Errorf("not canonicalizable JSON (RFC 8785): %v", err)
+	}
+	return out, nil
+}
+
+// decode parses JSON that canonicalize already accepted, keeping numbers as
+// their literal text so that re-encoding cannot change them before the
+// second canonicalization.
+func decode(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// encode is the inverse of decode. HTML escaping is off only to keep the
+// intermediate bytes readable; canonicalize rewrites every string anyway.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// parseObject canonicalizes raw (rejecting what JCS rejects) and decodes it
+// as a top-level JSON object.
+func parseObject(raw []byte) (map[string]any, error) {
+	canon, err := canonicalize(raw)
+	if err != nil {
+		return nil, err
+	}
+	v, err := decode(canon)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("top-level value is %s, want a JSON object", kindOf(v))
+	}
+	return obj, nil
+}
+
+// hashInput returns the bytes a receipt hash covers: the receipt with
+// chain.receipt_hash and the top-level signatures removed, canonicalized with
+// RFC 8785. Everything else, chain.merkle_root and
+// chain.previous_receipt_hash included, stays in.
+func hashInput(obj map[string]any) ([]byte, error) {
+	trimmed := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k == "signatures" {
+			continue
+		}
+		trimmed[k] = v
+	}
+	if chain, ok := obj["chain"].(map[string]any); ok {
+		c := make(map[string]any, len(chain))
+		for k, v := range chain {
+			if k != "receipt_hash" {
+				c[k] = v
+			}
+		}
+		trimmed["chain"] = c
+	}
+	b, err := encode(trimmed)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalize(b)
+}
+
+// Canonical returns the exact bytes a receipt's hash is computed over:
+// raw with chain.receipt_hash and signatures removed, in RFC 8785 form.
+func Canonical(raw []byte) ([]byte, error) {
+	obj, err := parseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return hashInput(obj)
+}
+
+// Hash returns the receipt hash of raw as "sha256:<64 lowercase hex>".
+func Hash(raw []byte) (string, error) {
+	c, err := Canonical(raw)
+	if err != nil {
+		return "", err
+	}
+	return digest(c), nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return HashPrefix + hex.EncodeToString(sum[:])
+}
+
+// kindOf names a decoded JSON value's type for error messages.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

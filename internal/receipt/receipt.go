@@ -1,0 +1,355 @@
+// Package receipt verifies Harn Agents Protocol receipts (format
+// receipt-2026-04-25) the way the receipt format prescribes, and issues
+// them: schema validation, the RFC 8785 + SHA-256 receipt hash, chain links,
+// batch (Merkle) roots, ed25519 signatures over the hash, and a scan for
+// secret material that receipts must never carry.
+//
+// The exact bytes hashed and signed, and the key directory format, are
+// documented in docs/receipts.md.
+package receipt
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Finding classes: stable tags that tests, reports and fixtures match on.
+const (
+	ClassJSONInvalid          = "json_invalid"          // not a JSON object JCS accepts
+	ClassSchemaInvalid        = "schema_invalid"        // breaks the receipt-2026-04-25 schema
+	ClassHashMissing          = "hash_missing"          // no chain.receipt_hash
+	ClassHashPattern          = "hash_pattern"          // receipt_hash is not sha256:<64 lowercase hex>
+	ClassHashMismatch         = "hash_mismatch"         // stored hash differs from the computed one
+	ClassChainBroken          = "chain_broken"          // previous_receipt_hash is not the prior receipt's hash
+	ClassMerkleMismatch       = "merkle_mismatch"       // chain.merkle_root is not the given batch root
+	ClassSignatureInvalid     = "signature_invalid"     // a signature does not verify
+	ClassKeyUnknown           = "key_unknown"           // a signature names a key id the key set lacks
+	ClassAlgorithmUnsupported = "algorithm_unsupported" // a signature or key uses an algorithm we cannot check
+	ClassSecretMaterial       = "secret_material"       // a credential or private key is present
+)
+
+// Step names, in the order Verify runs them.
+const (
+	StepParse      = "parse"
+	StepSchema     = "schema"
+	StepHash       = "hash"
+	StepChain      = "chain"
+	StepMerkle     = "merkle"
+	StepSignatures = "signatures"
+	StepSecrets    = "secrets"
+)
+
+// Options say what to check beyond the receipt itself. The zero value checks
+// schema, hash and secrets, and skips chain, batch root and signatures.
+type Options struct {
+	// Previous, when set, is the hash the receipt's
+	// chain.previous_receipt_hash must equal (the prior receipt's hash).
+	// "null" demands a chain start (previous_receipt_hash null).
+	Previous string
+	// MerkleRoot, when set, is the batch root chain.merkle_root must equal.
+	MerkleRoot string
+	// Keys, when set, are the issuer's public keys; every signature is then
+	// verified. Without keys, signatures are counted but not checked.
+	Keys *KeySet
+}
+
+// Step is the outcome of one verification step.
+type Step struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"` // not run; OK is then true
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Finding is one reason a receipt is invalid.
+type Finding struct {
+	Class   string `json:"class"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string { return f.Class + ": " + f.Message }
+
+// Result is the full verification record of one receipt.
+type Result struct {
+	ReceiptID string    `json:"receipt_id,omitempty"`
+	Stored    string    `json:"stored_hash,omitempty"`   // chain.receipt_hash as found (if a string)
+	Computed  string    `json:"computed_hash,omitempty"` // the hash the receipt actually has
+	Canonical []byte    `json:"-"`                       // the hashed bytes
+	Steps     []Step    `json:"steps"`
+	Findings  []Finding `json:"findings"`
+}
+
+// Valid reports whether verification found nothing wrong.
+func (r Result) Valid() bool { return len(r.Findings) == 0 }
+
+// Classes lists the distinct finding classes, in first-seen order.
+func (r Result) Classes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range r.Findings {
+		if !seen[f.Class] {
+			seen[f.Class] = true
+			out = append(out, f.Class)
+		}
+	}
+	return out
+}
+
+func (r *Result) pass(name, detail string) {
+	r.Steps = append(r.Steps, Step{Name: name, OK: true, Detail: detail})
+}
+
+func (r *Result) skip(name, detail string) {
+	r.Steps = append(r.Steps, Step{Name: name, OK: true, Skipped: true, Detail: detail})
+}
+
+// fail records a failed step and its findings (one per message).
+func (r *Result) fail(name, class string, msgs ...string) {
+	r.Steps = append(r.Steps, Step{Name: name, OK: false, Detail: strings.Join(msgs, "; ")})
+	for _, m := range msgs {
+		r.Findings = append(r.Findings, Finding{Class: class, Message: m})
+	}
+}
+
+// Verify checks one receipt. It never panics on hostile input; everything
+// wrong with the receipt is a Finding.
+func Verify(raw []byte, opts Options) Result {
+	var r Result
+	obj, err := parseObject(raw)
+	if err != nil {
+		r.fail(StepParse, ClassJSONInvalid, err.Error())
+		for _, s := range []string{StepSchema, StepHash, StepChain, StepMerkle, StepSignatures, StepSecrets} {
+			r.skip(s, "not run: the input is not a JSON object")
+		}
+		return r
+	}
+	r.pass(StepParse, fmt.Sprintf("JSON object, %d bytes", len(raw)))
+	if id, ok := obj["receipt_id"].(string); ok {
+		r.ReceiptID = id
+	}
+
+	if probs, err := schemaProblems(obj); err != nil {
+		r.fail(StepSchema, ClassSchemaInvalid, "cannot compile the receipt schema: "+err.Error())
+	} else if len(probs) > 0 {
+		r.fail(StepSchema, ClassSchemaInvalid, probs...)
+	} else {
+		r.pass(StepSchema, "valid against "+Format)
+	}
+
+	chain, _ := obj["chain"].(map[string]any)
+	r.checkHash(obj, chain)
+	r.checkChain(chain, opts.Previous)
+	r.checkMerkle(chain, opts.MerkleRoot)
+	r.checkSignatures(obj, opts.Keys)
+
+	if found := findSecrets(obj); len(found) > 0 {
+		r.fail(StepSecrets, ClassSecretMaterial, found...)
+	} else {
+		r.pass(StepSecrets, "no secret material found")
+	}
+	return r
+}
+
+func (r *Result) checkHash(obj, chain map[string]any) {
+	in, err := hashInput(obj)
+	if err != nil {
+		r.fail(StepHash, ClassJSONInvalid, "cannot canonicalize: "+err.Error())
+		return
+	}
+	r.Canonical = in
+	r.Computed = digest(in)
+	stored, present := chain["receipt_hash"]
+	s, isString := stored.(string)
+	switch {
+	case !present:
+		r.fail(StepHash, ClassHashMissing, "chain.receipt_hash is absent; computed "+r.Computed)
+	case !isString:
+		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash is %s, want a string %s<64 lowercase hex>; computed %s", kindOf(stored), HashPrefix, r.Computed))
+	case !proofHash.MatchString(s):
+		r.Stored = s
+		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash %s is not %s<64 lowercase hex>; computed %s", quote(s), HashPrefix, r.Computed))
+	case s != r.Computed:
+		r.Stored = s
+		r.fail(StepHash, ClassHashMismatch, fmt.Sprintf("stored %s, computed %s", s, r.Computed))
+	default:
+		r.Stored = s
+		r.pass(StepHash, "stored hash matches computed "+r.Computed)
+	}
+}
+
+func (r *Result) checkChain(chain map[string]any, want string) {
+	if want == "" {
+		r.skip(StepChain, "no prior receipt given")
+		return
+	}
+	got, present := chain["previous_receipt_hash"]
+	gotText := "absent"
+	switch g := got.(type) {
+	case nil:
+		if present {
+			gotText = "null"
+		}
+	case string:
+		gotText = quote(g)
+		if g == want {
+			r.pass(StepChain, "previous_receipt_hash matches the prior receipt's hash "+want)
+			return
+		}
+	default:
+		gotText = kindOf(g)
+	}
+	if want == "null" && present && got == nil {
+		r.pass(StepChain, "previous_receipt_hash is null: the chain starts here")
+		return
+	}
+	r.fail(StepChain, ClassChainBroken, fmt.Sprintf("chain.previous_receipt_hash is %s, want %s", gotText, want))
+}
+
+func (r *Result) checkMerkle(chain map[string]any, want string) {
+	if want == "" {
+		r.skip(StepMerkle, "no batch root given")
+		return
+	}
+	got, ok := chain["merkle_root"].(string)
+	switch {
+	case !ok:
+		r.fail(StepMerkle, ClassMerkleMismatch, "chain.merkle_root is absent or not a string, want "+want)
+	case got != want:
+		r.fail(StepMerkle, ClassMerkleMismatch, fmt.Sprintf("chain.merkle_root is %s, want %s", quote(got), want))
+	default:
+		r.pass(StepMerkle, "chain.merkle_root matches the batch root")
+	}
+}
+
+// checkSignatures verifies each signature over SignedBytes of the receipt's
+// hash: the stored one when it is well formed (that is what the issuer
+// signed; a stored/computed mismatch is already a hash finding), otherwise
+// the computed one.
+func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
+	sigs, _ := obj["signatures"].([]any)
+	if len(sigs) == 0 {
+		r.skip(StepSignatures, "receipt carries no signatures")
+		return
+	}
+	if keys == nil {
+		r.skip(StepSignatures, fmt.Sprintf("%d signature(s) not checked: no public keys given", len(sigs)))
+		return
+	}
+	h := r.Stored
+	if h == "" {
+		h = r.Computed
+	}
+	if h == "" {
+		r.fail(StepSignatures, ClassSignatureInvalid, "no receipt hash to verify signatures against")
+		return
+	}
+	var (
+		failures []Finding
+		oks      []string
+	)
+	bad := func(class, msg string) { failures = append(failures, Finding{class, msg}) }
+	for i, s := range sigs {
+		at := fmt.Sprintf("signatures/%d", i)
+		m, ok := s.(map[string]any)
+		if !ok {
+			bad(ClassSignatureInvalid, at+": is "+kindOf(s)+", want an object")
+			continue
+		}
+		id, _ := m["key_id"].(string)
+		algName, _ := m["algorithm"].(string)
+		value, _ := m["signature"].(string)
+		alg, supported := canonicalAlgorithm(algName)
+		if !supported {
+			bad(ClassAlgorithmUnsupported, fmt.Sprintf("%s: algorithm %s is not supported (want %s)", at, quote(algName), Ed25519))
+			continue
+		}
+		key, found := keys.Lookup(id)
+		if !found {
+			bad(ClassKeyUnknown, fmt.Sprintf("%s: key_id %s is not in the key set (%d keys)", at, quote(id), keys.Len()))
+			continue
+		}
+		if key.Algorithm != alg {
+			bad(ClassAlgorithmUnsupported, fmt.Sprintf("%s: key %s is a %s key, the signature says %s", at, quote(id), quote(key.Algorithm), quote(algName)))
+			continue
+		}
+		sig, err := decodeSignature(value)
+		if err != nil || len(sig) != ed25519.SignatureSize {
+			got := "undecodable"
+			if err == nil {
+				got = fmt.Sprintf("%d bytes", len(sig))
+			}
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: signature value is %s, want %d bytes of base64", at, got, ed25519.SignatureSize))
+			continue
+		}
+		pub := ed25519.PublicKey(key.Key)
+		if !ed25519.Verify(pub, SignedBytes(h), sig) {
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: ed25519 signature by %s does not verify over the ASCII bytes of %s%s", at, quote(id), h, misSigned(pub, sig, h, r.Canonical)))
+			continue
+		}
+		oks = append(oks, quote(id))
+	}
+	if len(failures) > 0 {
+		r.Steps = append(r.Steps, Step{Name: StepSignatures, Detail: joinFindings(failures)})
+		r.Findings = append(r.Findings, failures...)
+		return
+	}
+	r.pass(StepSignatures, fmt.Sprintf("%d signature(s) verify (%s)", len(oks), strings.Join(oks, ", ")))
+}
+
+// misSigned is a debugging hint: it names the usual wrong choices of signed
+// bytes when the signature verifies over one of them instead.
+func misSigned(pub ed25519.PublicKey, sig []byte, h string, canonical []byte) string {
+	if raw, err := hexDigest(h); err == nil && ed25519.Verify(pub, raw, sig) {
+		return " (it verifies over the raw 32-byte digest instead: sign the hash string)"
+	}
+	if canonical != nil && ed25519.Verify(pub, canonical, sig) {
+		return " (it verifies over the canonical receipt bytes instead: sign the hash string)"
+	}
+	return ""
+}
+
+func hexDigest(h string) ([]byte, error) {
+	if !proofHash.MatchString(h) {
+		return nil, fmt.Errorf("not a sha256 hash")
+	}
+	return hex.DecodeString(h[len(HashPrefix):])
+}
+
+func joinFindings(fs []Finding) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// quote renders an untrusted string for a message: Go-quoted (no control
+// characters reach a terminal) and cut to a readable length.
+func quote(s string) string {
+	const max = 80
+	if len(s) > max {
+		return fmt.Sprintf("%q… (%d bytes)", s[:max], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// VerifyChain verifies receipts that form one chain, in order: each
+// receipt's previous_receipt_hash must be the computed hash of the one
+// before it. The first receipt's link is checked only against opts.Previous.
+func VerifyChain(receipts [][]byte, opts Options) []Result {
+	out := make([]Result, len(receipts))
+	prev := opts.Previous
+	for i, raw := range receipts {
+		o := opts
+		o.Previous = prev
+		if i > 0 && prev == "" {
+			// The prior receipt has no computable hash, so no link can hold.
+			o.Previous = "(none: receipt " + fmt.Sprint(i-1) + " of the chain has no computable hash)"
+		}
+		out[i] = Verify(raw, o)
+		prev = out[i].Computed
+	}
+	return out
+}
