@@ -1,0 +1,404 @@
+// Package client is the checker's HTTP client for a target Harness: JSON
+// requests with the protocol's headers, bounded reads, per-request timeouts,
+// SSE streams read raw by internal/sse, WebSocket dials, and a transcript of
+// every exchange with credentials and configured secrets redacted.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/harn-conform/conform/internal/redact"
+)
+
+// VersionHeader is the protocol's version header.
+const VersionHeader = "Harn-Agents-Protocol-Version"
+
+// Options configure a Client.
+type Options struct {
+	BaseURL         string        // may carry a path prefix
+	APIKey          string        // sent as "Authorization: Bearer <key>"
+	ProtocolVersion string        // sent in VersionHeader
+	Timeout         time.Duration // per REST exchange, and to receive stream headers
+	MaxBodyBytes    int64         // cap on any response body read
+	CAFile          string        // extra PEM roots for HTTPS
+	Redactor        *redact.Redactor
+	HTTPClient      *http.Client // nil = a client built from the options
+}
+
+// Client talks to one target. It is safe for concurrent use; WithRecorder
+// returns a copy that records into a spec's own transcript.
+type Client struct {
+	opts Options
+	base *url.URL
+	hc   *http.Client
+	rec  *Recorder
+}
+
+// New validates the options and builds a client.
+func New(opts Options) (*Client, error) {
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q is not an http(s) URL", opts.BaseURL)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 8 << 20
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = opts.Timeout
+		tr.MaxIdleConnsPerHost = 64
+		if opts.CAFile != "" {
+			pool, err := loadRoots(opts.CAFile)
+			if err != nil {
+				return nil, err
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		// No overall client timeout: streams live longer than one exchange;
+		// REST exchanges get a per-request context deadline instead.
+		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &Client{opts: opts, base: u, hc: hc}, nil
+}
+
+func loadRoots(path string) (*x509.CertPool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("client: CA file: %w", err)
+	}
+	defer f.Close()
+	pem, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return nil, fmt.Errorf("client: CA file %s: %w", path, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// WithRecorder returns a copy of c whose exchanges go to r.
+func (c *Client) WithRecorder(r *Recorder) *Client {
+	cp := *c
+	cp.rec = r
+	return &cp
+}
+
+// Recorder is the transcript this client records into (nil if none).
+func (c *Client) Recorder() *Recorder { return c.rec }
+
+// Options returns the client's options (with the key; never print them).
+func (c *Client) Options() Options { return c.opts }
+
+// Redactor is the client's redactor (never nil).
+func (c *Client) Redactor() *redact.Redactor {
+	if c.opts.Redactor == nil {
+		return redact.New(c.opts.APIKey)
+	}
+	return c.opts.Redactor
+}
+
+// Request is one call. The zero values send the configured key and version.
+type Request struct {
+	Method string
+	Path   string     // from the protocol root, e.g. "/v1/tasks/task_1"; the base URL's prefix is prepended
+	Query  url.Values //
+	Header http.Header
+	// Body is JSON-encoded; RawBody is sent as is (for malformed-body checks).
+	Body    any
+	RawBody []byte
+	// IdempotencyKey sets the Idempotency-Key header when non-empty.
+	IdempotencyKey string
+	// NoAuth omits Authorization; Authorization, when set, is sent verbatim.
+	NoAuth        bool
+	Authorization string
+	// NoVersion omits the version header; Version overrides its value.
+	NoVersion bool
+	Version   string
+	// Timeout overrides the client's per-exchange timeout.
+	Timeout time.Duration
+}
+
+// URL resolves the request's full URL against the base.
+func (c *Client) URL(req Request) string {
+	u := *c.base
+	u.Path = c.base.Path + req.Path
+	u.RawPath = ""
+	if len(req.Query) > 0 {
+		u.RawQuery = req.Query.Encode()
+	}
+	return u.String()
+}
+
+func (c *Client) build(ctx context.Context, req Request) (*http.Request, []byte, error) {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var body []byte
+	switch {
+	case req.RawBody != nil:
+		body = req.RawBody
+	case req.Body != nil:
+		b, err := json.Marshal(req.Body)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client: encoding request body: %w", err)
+		}
+		body = b
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, c.URL(req), rd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("User-Agent", "conform")
+	if !req.NoVersion {
+		v := c.opts.ProtocolVersion
+		if req.Version != "" {
+			v = req.Version
+		}
+		hr.Header.Set(VersionHeader, v)
+	}
+	switch {
+	case req.Authorization != "":
+		hr.Header.Set("Authorization", req.Authorization)
+	case !req.NoAuth && c.opts.APIKey != "":
+		hr.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	if req.IdempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	for k, vs := range req.Header {
+		hr.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	return hr, body, nil
+}
+
+// Response is what came back.
+type Response struct {
+	Method    string
+	URL       string
+	Status    int
+	Header    http.Header
+	Body      []byte
+	Truncated bool // the body was longer than the cap and was cut
+	Duration  time.Duration
+}
+
+// String names the exchange for messages: "POST /v1/tasks → 202".
+func (r *Response) String() string {
+	return fmt.Sprintf("%s %s → %d", r.Method, pathOf(r.URL), r.Status)
+}
+
+func pathOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if u.RawQuery != "" {
+		return u.Path + "?" + u.RawQuery
+	}
+	return u.Path
+}
+
+// JSON decodes the body into generic values, numbers kept as json.Number.
+func (r *Response) JSON() (any, error) {
+	if r.Truncated {
+		return nil, fmt.Errorf("%s: body larger than the %d-byte cap; not decoded", r, len(r.Body))
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: body is not JSON: %v (body starts %q)", r, err, snippet(r.Body))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: body has data after the JSON value", r)
+	}
+	return v, nil
+}
+
+// Object decodes the body as a JSON object.
+func (r *Response) Object() (map[string]any, error) {
+	v, err := r.JSON()
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: body is JSON %s, want an object", r, kind(v))
+	}
+	return m, nil
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case json.Number, float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func snippet(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
+}
+
+// TransportError is a failure below HTTP: the target could not be reached,
+// the exchange timed out, the connection broke. Checks report these as
+// errors, never as the target's nonconformance.
+type TransportError struct {
+	Method, URL string
+	Err         error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.Method, e.URL, e.Err)
+}
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the failure was a deadline.
+func (e *TransportError) Timeout() bool {
+	var ne net.Error
+	return errors.Is(e.Err, context.DeadlineExceeded) || (errors.As(e.Err, &ne) && ne.Timeout())
+}
+
+// Do performs one REST exchange. Its error is a *TransportError (or a
+// request-building error); any HTTP status is a Response.
+func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
+	timeout := c.opts.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hr, body, err := c.build(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	hresp, err := c.hc.Do(hr)
+	if err != nil {
+		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: scrubErr(c.Redactor(), err)}
+		c.rec.add(c.exchange("http", hr, body, nil, nil, false, start, terr))
+		return nil, terr
+	}
+	defer hresp.Body.Close()
+	b, truncated, rerr := readBounded(hresp.Body, c.opts.MaxBodyBytes)
+	resp := &Response{Method: hr.Method, URL: hr.URL.String(), Status: hresp.StatusCode, Header: hresp.Header,
+		Body: b, Truncated: truncated, Duration: time.Since(start)}
+	if rerr != nil {
+		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: fmt.Errorf("reading body: %w", scrubErr(c.Redactor(), rerr))}
+		c.rec.add(c.exchange("http", hr, body, hresp, b, truncated, start, terr))
+		return nil, terr
+	}
+	c.rec.add(c.exchange("http", hr, body, hresp, b, truncated, start, nil))
+	return resp, nil
+}
+
+type scrubbed struct {
+	msg   string
+	inner error
+}
+
+func (s scrubbed) Error() string { return s.msg }
+func (s scrubbed) Unwrap() error { return s.inner }
+
+// scrubErr keeps the error chain (for Timeout and errors.Is) while making
+// its text safe to print.
+func scrubErr(r *redact.Redactor, err error) error {
+	if msg := r.String(err.Error()); msg != err.Error() {
+		return scrubbed{msg: msg, inner: err}
+	}
+	return err
+}
+
+// readBounded reads at most limit bytes and drains nothing more: a target
+// that streams gigabytes costs us limit bytes of memory and one closed
+// connection.
+func readBounded(r io.Reader, limit int64) ([]byte, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(b)) > limit {
+		return b[:limit], true, nil
+	}
+	return b, false, err
+}
+
+// Curl renders a shell command that reproduces the request, with the key
+// read from $CONFORM_API_KEY instead of printed.
+func (c *Client) Curl(req Request) string {
+	hr, body, err := c.build(context.Background(), req)
+	if err != nil {
+		return ""
+	}
+	return curl(c.Redactor(), hr.Method, hr.URL.String(), hr.Header, body)
+}
+
+func curl(r *redact.Redactor, method, u string, h http.Header, body []byte) string {
+	var b strings.Builder
+	b.WriteString("curl -sS -i")
+	if method != http.MethodGet {
+		b.WriteString(" -X " + method)
+	}
+	b.WriteString(" " + shellQuote(r.String(u)))
+	for _, k := range sortedKeys(h) {
+		if k == "User-Agent" || k == "Accept" {
+			continue
+		}
+		for _, v := range h[k] {
+			if k == "Authorization" {
+				scheme, _, _ := strings.Cut(v, " ")
+				b.WriteString(` -H "Authorization: ` + scheme + ` $CONFORM_API_KEY"`)
+				continue
+			}
+			b.WriteString(" -H " + shellQuote(k+": "+r.String(v)))
+		}
+	}
+	if body != nil {
+		b.WriteString(" --data-binary " + shellQuote(r.String(string(body))))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
