@@ -172,4 +172,3 @@ func sortedKeys(h http.Header) []string {
 	sort.Strings(ks)
 	return ks
 }
-
