@@ -1,0 +1,208 @@
+// Package target is what a run knows about the Harness under test: the
+// validated configuration, a client for it, what it claims in discovery, and
+// which conformance levels the run therefore checks.
+package target
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/config"
+	"github.com/harn-conform/conform/internal/redact"
+	"github.com/harn-conform/conform/internal/requirements"
+)
+
+// ScenariosCapability is the discovery capability key by which a target says
+// it implements the conformance scenario contract (docs/scenarios.md).
+const ScenariosCapability = "conform.scenarios"
+
+// Discovery is what GET /v1 said, kept raw for the checks and summarised for
+// level selection. A discovery that failed is recorded, not fatal: the Core
+// checks report it as the target's failure.
+type Discovery struct {
+	Status            int            `json:"status"`
+	Error             string         `json:"error,omitempty"`
+	ProtocolFamily    string         `json:"protocol_family,omitempty"`
+	CurrentVersion    string         `json:"current_version,omitempty"`
+	SupportedVersions []string       `json:"supported_versions,omitempty"`
+	Capabilities      map[string]any `json:"capabilities,omitempty"`
+	Raw               map[string]any `json:"-"`
+}
+
+// Claims reports whether the target advertises a level. Core is always
+// claimed: it is the floor every Harness is measured against. The mapping
+// from capability flags to levels is docs/interpretations.md#claims.
+func (d Discovery) Claims(l requirements.Level) bool {
+	switch l {
+	case requirements.Core:
+		return true
+	case requirements.Extended:
+		return d.Capabilities["websocket"] == true
+	case requirements.Receipts:
+		return d.Capabilities["receipts"] == true
+	case requirements.Replay:
+		return d.Capabilities["replay"] == true
+	}
+	return false
+}
+
+// Scenarios is the scenario-contract version the target implements, or "".
+func (d Discovery) Scenarios() string {
+	s, _ := d.Capabilities[ScenariosCapability].(string)
+	return s
+}
+
+// Selection says whether a level runs, and why.
+type Selection struct {
+	Level    requirements.Level `json:"level"`
+	Run      bool               `json:"run"`
+	Claimed  bool               `json:"claimed"`
+	Explicit bool               `json:"requested"`
+	Reason   string             `json:"reason"`
+}
+
+// Env is everything a spec needs from the run.
+type Env struct {
+	Config    config.Config
+	Client    *client.Client
+	Redactor  *redact.Redactor
+	Discovery Discovery
+	Levels    []Selection
+	RunID     string // distinguishes this run's resources and keys from any other's
+}
+
+// Selected returns the selection of a level.
+func (e *Env) Selected(l requirements.Level) Selection {
+	for _, s := range e.Levels {
+		if s.Level == l {
+			return s
+		}
+	}
+	return Selection{Level: l, Reason: "unknown level"}
+}
+
+// UnreachableError means the target could not be spoken to at all; the run
+// stops with exit status 2 and this message.
+type UnreachableError struct {
+	Target string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("target %s is unreachable: %v", e.Target, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Open builds the client, reads discovery and selects levels. Its error is
+// either a configuration problem or an *UnreachableError.
+func Open(ctx context.Context, cfg config.Config) (*Env, error) {
+	red := redact.New(cfg.Secrets()...)
+	c, err := client.New(client.Options{
+		BaseURL: cfg.Target, APIKey: cfg.APIKey, ProtocolVersion: cfg.ProtocolVersion,
+		Timeout: cfg.Timeouts.Request, MaxBodyBytes: cfg.MaxBodyBytes, CAFile: cfg.CAFile, Redactor: red,
+	})
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Config: cfg, Client: c, Redactor: red, RunID: newRunID()}
+	resp, err := c.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
+	if err != nil {
+		var te *client.TransportError
+		if errors.As(err, &te) {
+			return nil, &UnreachableError{Target: red.String(cfg.Target), Err: te.Err}
+		}
+		return nil, err
+	}
+	env.Discovery = parseDiscovery(resp)
+	env.Levels = selectLevels(cfg.Levels, env.Discovery)
+	return env, nil
+}
+
+func parseDiscovery(resp *client.Response) Discovery {
+	d := Discovery{Status: resp.Status}
+	if resp.Status != http.StatusOK {
+		d.Error = fmt.Sprintf("%s, want 200", resp)
+		return d
+	}
+	m, err := resp.Object()
+	if err != nil {
+		d.Error = err.Error()
+		return d
+	}
+	d.Raw = m
+	d.ProtocolFamily, _ = m["protocol_family"].(string)
+	d.CurrentVersion, _ = m["current_version"].(string)
+	if vs, ok := m["supported_versions"].([]any); ok {
+		for _, v := range vs {
+			if s, ok := v.(string); ok {
+				d.SupportedVersions = append(d.SupportedVersions, s)
+			}
+		}
+	}
+	if caps, ok := m["capabilities"].(map[string]any); ok {
+		d.Capabilities = caps
+	}
+	return d
+}
+
+func selectLevels(want []string, d Discovery) []Selection {
+	explicit := map[requirements.Level]bool{}
+	mode := config.LevelsClaimed
+	for _, w := range want {
+		switch w = strings.ToLower(w); w {
+		case config.LevelsClaimed, config.LevelsAll:
+			mode = w
+		default:
+			l, err := requirements.ParseLevel(w)
+			if err == nil {
+				explicit[l] = true
+				mode = ""
+			}
+		}
+	}
+	var out []Selection
+	for _, l := range requirements.Levels() {
+		s := Selection{Level: l, Claimed: d.Claims(l)}
+		switch {
+		case mode == config.LevelsAll:
+			s.Run, s.Explicit, s.Reason = true, true, "requested with --levels all"
+		case mode == config.LevelsClaimed && s.Claimed && l == requirements.Core:
+			s.Run, s.Reason = true, "core is always checked"
+		case mode == config.LevelsClaimed && s.Claimed:
+			s.Run, s.Reason = true, "claimed in discovery capabilities"
+		case mode == config.LevelsClaimed:
+			s.Reason = "not claimed in discovery capabilities"
+		case explicit[l]:
+			s.Run, s.Explicit, s.Reason = true, true, "requested with --levels"
+		default:
+			s.Reason = "not requested"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// LevelNames renders a selection list for messages.
+func LevelNames(sel []Selection) string {
+	var names []string
+	for _, s := range sel {
+		if s.Run {
+			names = append(names, string(s.Level))
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func newRunID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
