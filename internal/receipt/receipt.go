@@ -66,6 +66,7 @@ type Step struct {
 // Finding is one reason a receipt is invalid.
 type Finding struct {
 	Class   string `json:"class"`
+	Step    string `json:"step"` // the step that found it
 	Message string `json:"message"`
 }
 
@@ -109,7 +110,7 @@ func (r *Result) skip(name, detail string) {
 func (r *Result) fail(name, class string, msgs ...string) {
 	r.Steps = append(r.Steps, Step{Name: name, OK: false, Detail: strings.Join(msgs, "; ")})
 	for _, m := range msgs {
-		r.Findings = append(r.Findings, Finding{Class: class, Message: m})
+		r.Findings = append(r.Findings, Finding{Class: class, Step: name, Message: m})
 	}
 }
 
@@ -249,7 +250,9 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		failures []Finding
 		oks      []string
 	)
-	bad := func(class, msg string) { failures = append(failures, Finding{class, msg}) }
+	bad := func(class, msg string) {
+		failures = append(failures, Finding{Class: class, Step: StepSignatures, Message: msg})
+	}
 	for i, s := range sigs {
 		at := fmt.Sprintf("signatures/%d", i)
 		m, ok := s.(map[string]any)
