@@ -302,6 +302,8 @@ func (r *Reader) take(n int) {
 // decode repairs invalid UTF-8 the way the WHATWG UTF-8 decoder does: each maximal
 // subpart of an ill-formed sequence becomes one U+FFFD (strings.ToValidUTF8 would
 // merge runs, utf8.DecodeRune splits them per byte; both differ from browsers).
+// WHATWG decodes before splitting lines; decoding each value afterwards gives the
+// same text because CR, LF, ':' and ' ' never belong to an ill-formed subpart.
 func decode(s string) string {
 	if utf8.ValidString(s) {
 		return s

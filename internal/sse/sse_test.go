@@ -450,3 +450,21 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// stuckReader never returns data nor an error.
+type stuckReader struct{}
+
+func (stuckReader) Read([]byte) (int, error) { return 0, nil }
+
+// A reader that makes no progress must end in an error, not a hang.
+func TestNoProgress(t *testing.T) {
+	_, err := readAll(stuckReader{}, Options{})
+	if !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("error = %v, want one wrapping io.ErrNoProgress", err)
+	}
+	_, err = readAll(io.MultiReader(strings.NewReader("data: x\n"), stuckReader{}), Options{})
+	var te *TruncatedError
+	if !errors.As(err, &te) || !errors.Is(err, io.ErrNoProgress) {
+		t.Errorf("mid-block error = %v, want a *TruncatedError wrapping io.ErrNoProgress", err)
+	}
+}
