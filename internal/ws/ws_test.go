@@ -319,3 +319,48 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		<-tick.C
 	}
 }
+
+func TestServerDropsWithoutCloseFrame(t *testing.T) {
+	url, _ := serve(t, func(ctx context.Context, c *websocket.Conn) {
+		_ = c.CloseNow() // TCP close, no close frame
+	})
+	c := dial(t, url, auth)
+	_, err := next(t, c)
+	if err == nil || websocket.CloseStatus(err) != -1 {
+		t.Fatalf("Next after a dropped connection = %v (status %d), want an error without a close status", err, websocket.CloseStatus(err))
+	}
+	if code, reason, known := c.CloseStatus(); known {
+		t.Errorf("CloseStatus() = %d, %q, true; want not known, no close frame was sent", code, reason)
+	}
+}
+
+func TestWriteBinaryAndText(t *testing.T) {
+	url, _ := serve(t, func(ctx context.Context, c *websocket.Conn) {
+		for {
+			typ, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if c.Write(ctx, typ, b) != nil {
+				return
+			}
+		}
+	})
+	c := dial(t, url, auth)
+	ctx := context.Background()
+	if err := c.WriteBinary(ctx, []byte{0, 1, 2}); err != nil {
+		t.Fatalf("WriteBinary: %v", err)
+	}
+	if err := c.WriteText(ctx, []byte("hello")); err != nil {
+		t.Fatalf("WriteText: %v", err)
+	}
+	for _, want := range []Message{{Type: websocket.MessageBinary, Data: []byte{0, 1, 2}}, {Type: websocket.MessageText, Data: []byte("hello")}} {
+		m, err := next(t, c)
+		if err != nil || m.Type != want.Type || !bytes.Equal(m.Data, want.Data) {
+			t.Errorf("echo = %v %q, %v; want %v %q", m.Type, m.Data, err, want.Type, want.Data)
+		}
+	}
+	if err := c.WriteJSON(ctx, func() {}); err == nil {
+		t.Errorf("WriteJSON of a func = nil error, want an encoding error")
+	}
+}
