@@ -1,0 +1,63 @@
+// Package evidence is the contract between the specs and the report: the
+// labels that name requirements and levels, and the report entries that
+// carry verdicts, transcripts and latencies out of a spec.
+package evidence
+
+import (
+	"encoding/json"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/harn-conform/conform/internal/client"
+)
+
+// Label prefixes and report entry names.
+const (
+	ReqLabelPrefix   = "req:"
+	LevelLabelPrefix = "level:"
+	EntryVerdict     = "conform.verdict"
+	EntryTranscript  = "conform.transcript"
+	EntryLatency     = "conform.latency"
+)
+
+// Verdict values a spec records beyond pass (which is implied).
+const (
+	VerdictFail  = "fail"
+	VerdictWarn  = "warn"
+	VerdictError = "error"
+)
+
+// Verdict is one requirement's recorded outcome inside a spec.
+type Verdict struct {
+	Req     string `json:"req"`
+	Verdict string `json:"verdict"`
+	Message string `json:"message"`
+}
+
+// Transcript is a failed spec's redacted wire record.
+type Transcript struct {
+	Exchanges []client.Exchange `json:"exchanges"`
+	Dropped   int               `json:"dropped,omitempty"`
+}
+
+// LatencySample is one exchange's duration, grouped by operation.
+type LatencySample struct {
+	Op string  `json:"op"`
+	MS float64 `json:"ms"`
+}
+
+// Decode turns a report entry's JSON back into its value (it crosses
+// process boundaries as JSON under ginkgo -p, so always read it that way).
+func Decode[T any](e types.ReportEntry) (T, error) {
+	var v T
+	b := []byte(e.Value.AsJSON)
+	if len(b) == 0 {
+		// In the same process the entry may hold only its raw value.
+		var err error
+		if b, err = json.Marshal(e.GetRawValue()); err != nil {
+			return v, err
+		}
+	}
+	err := json.Unmarshal(b, &v)
+	return v, err
+}

@@ -1,0 +1,360 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/harn-conform/conform/internal/evidence"
+	"github.com/harn-conform/conform/internal/redact"
+	"github.com/harn-conform/conform/internal/requirements"
+	"github.com/harn-conform/conform/internal/target"
+)
+
+// Input is everything Build needs besides the Ginkgo report.
+type Input struct {
+	Tool     Tool
+	Env      *target.Env
+	Registry *requirements.Registry
+	Seed     int64
+	Notes    []string
+}
+
+// specOutcome is one spec's result with its per-requirement verdicts.
+type specOutcome struct {
+	res     SpecResult
+	reqs    map[string]Evidence
+	curl    string
+	attempt bool // the spec ran (filtered-out specs have no attempt)
+}
+
+// Build computes every verdict of a run from its Ginkgo report.
+func Build(in Input, gr types.Report) *Report {
+	r := &Report{
+		Format:          Format,
+		Tool:            in.Tool,
+		ProtocolVersion: in.Env.Config.ProtocolVersion,
+		StartedAt:       gr.StartTime.UTC().Format(time.RFC3339Nano),
+		FinishedAt:      gr.EndTime.UTC().Format(time.RFC3339Nano),
+		DurationMS:      ms(gr.RunTime),
+		Target:          in.Env.Redactor.String(in.Env.Config.Target),
+		Config:          in.Env.Config.Redacted(),
+		Seed:            in.Seed,
+		Discovery:       in.Env.Discovery,
+		Notes:           append([]string{}, in.Notes...),
+	}
+	var outcomes []specOutcome
+	lat := map[string][]float64{}
+	for _, sr := range gr.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt {
+			if sr.State.Is(types.SpecStateFailureStates) {
+				// A failing suite-level node (there should be none) is an
+				// engine error that must not vanish from the report.
+				r.Notes = append(r.Notes, fmt.Sprintf("suite node %s failed: %s", sr.LeafNodeType, in.Env.Redactor.String(sr.Failure.Message)))
+			}
+			continue
+		}
+		o := outcome(in, sr)
+		for _, e := range sr.ReportEntries {
+			if e.Name == evidence.EntryLatency {
+				samples, err := evidence.Decode[[]evidence.LatencySample](e)
+				if err == nil {
+					for _, s := range samples {
+						lat[s.Op] = append(lat[s.Op], s.MS)
+					}
+				}
+			}
+		}
+		outcomes = append(outcomes, o)
+	}
+	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].res.Name < outcomes[j].res.Name })
+	for _, o := range outcomes {
+		r.Specs = append(r.Specs, o.res)
+	}
+	r.Requirements = rollUpRequirements(in, outcomes)
+	r.Levels = rollUpLevels(in, r.Requirements)
+	for _, q := range r.Requirements {
+		if in.Env.Selected(requirements.Level(q.Level)).Run {
+			r.Totals.add(q.Verdict)
+		}
+	}
+	r.Latency = latencies(lat)
+	r.ExitCode = ExitCode(r.Levels)
+	return scrub(r, in.Env.Redactor)
+}
+
+// scrub passes the whole report through the redactor once more. Everything
+// in it was redacted where it was recorded; this is the backstop that makes
+// "no secret in any report" hold for fields added later too.
+func scrub(r *Report, red *redact.Redactor) *Report {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	clean := red.String(string(b))
+	if clean == string(b) {
+		return r
+	}
+	var out Report
+	if err := json.Unmarshal([]byte(clean), &out); err != nil {
+		return r
+	}
+	return &out
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
+
+func outcome(in Input, sr types.SpecReport) specOutcome {
+	red := in.Env.Redactor
+	o := specOutcome{
+		res: SpecResult{
+			Name:       sr.FullText(),
+			Location:   sr.LeafNodeLocation.String(),
+			DurationMS: ms(sr.RunTime),
+		},
+		reqs:    map[string]Evidence{},
+		attempt: sr.NumAttempts > 0,
+	}
+	for _, l := range sr.Labels() {
+		if id, ok := strings.CutPrefix(l, evidence.ReqLabelPrefix); ok {
+			o.res.Requirements = append(o.res.Requirements, id)
+		}
+	}
+	sort.Strings(o.res.Requirements)
+	var recorded []evidence.Verdict
+	for _, e := range sr.ReportEntries {
+		switch e.Name {
+		case evidence.EntryVerdict:
+			if v, err := evidence.Decode[evidence.Verdict](e); err == nil {
+				v.Message = red.String(v.Message)
+				recorded = append(recorded, v)
+			}
+		case evidence.EntryTranscript:
+			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
+				o.res.Transcript, o.res.Dropped = t.Exchanges, t.Dropped
+				for _, ex := range t.Exchanges {
+					if ex.Curl != "" {
+						o.curl = ex.Curl
+						break
+					}
+				}
+			}
+		}
+	}
+	msg := red.String(strings.TrimSpace(sr.Failure.Message))
+	switch {
+	case sr.State == types.SpecStatePassed:
+		o.res.Verdict = Pass
+	case sr.State == types.SpecStateSkipped || sr.State == types.SpecStatePending:
+		o.res.Verdict = Skip
+		if !o.attempt {
+			msg = "not selected by --label-filter or --focus"
+		} else if msg == "" {
+			msg = "skipped"
+		}
+	case sr.State == types.SpecStateFailed:
+		o.res.Verdict = Fail
+		if len(recorded) > 0 && allErrors(recorded) {
+			o.res.Verdict = Error
+		}
+	default: // panicked, interrupted, aborted, timed out: the suite's problem
+		o.res.Verdict = Error
+		msg = fmt.Sprintf("%s: %s", sr.State, msg)
+	}
+	o.res.Message = msg
+	// Per requirement: what the spec recorded for it, else what the spec's
+	// own state implies.
+	for _, v := range recorded {
+		ev := o.reqs[v.Req]
+		nv := Verdict(v.Verdict)
+		if ev.Verdict == "" || Worse(ev.Verdict, nv) == nv {
+			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Curl: o.curl}
+		}
+	}
+	for _, id := range o.res.Requirements {
+		if _, ok := o.reqs[id]; ok {
+			continue
+		}
+		switch o.res.Verdict {
+		case Pass, Warn:
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Pass}
+		case Skip:
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Skip, Message: msg}
+		case Fail:
+			if len(recorded) > 0 {
+				// Another requirement's check stopped the spec first.
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Skip, Message: "not reached: an earlier check of this spec failed"}
+			} else {
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: o.curl}
+			}
+		case Error:
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: o.curl}
+		}
+	}
+	for _, e := range o.reqs {
+		if e.Verdict == Warn && o.res.Verdict == Pass {
+			o.res.Verdict = Warn
+		}
+	}
+	return o
+}
+
+func allErrors(vs []evidence.Verdict) bool {
+	for _, v := range vs {
+		if v.Verdict != evidence.VerdictError {
+			return false
+		}
+	}
+	return true
+}
+
+// rollUpRequirements gives every registry entry a verdict. A requirement
+// verified by several specs takes the most severe verdict among the specs
+// that ran it; it is skipped only when every spec skipped it.
+func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
+	var out []ReqResult
+	for _, q := range in.Registry.All() {
+		res := ReqResult{ID: q.ID, Level: string(q.Level), Keyword: string(q.Keyword), Section: q.Section,
+			Link: q.Link(), Summary: q.Summary, Specs: []string{}}
+		var ran, skipped []Evidence
+		for _, o := range outcomes {
+			ev, ok := o.reqs[q.ID]
+			if !ok {
+				continue
+			}
+			res.Specs = append(res.Specs, o.res.Name)
+			res.DurationMS += o.res.DurationMS
+			if ev.Verdict == Skip {
+				skipped = append(skipped, ev)
+			} else {
+				ran = append(ran, ev)
+			}
+		}
+		sel := in.Env.Selected(q.Level)
+		switch {
+		case !sel.Run:
+			res.Verdict, res.Message = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason)
+		case len(ran) > 0:
+			res.Verdict = Pass
+			for _, ev := range ran {
+				res.Verdict = Worse(res.Verdict, ev.Verdict)
+				if ev.Verdict != Pass {
+					res.Evidence = append(res.Evidence, ev)
+				}
+			}
+			if res.Verdict != Pass && len(res.Evidence) > 0 {
+				res.Message = res.Evidence[0].Message
+			}
+		case len(skipped) > 0:
+			res.Verdict, res.Evidence = Skip, skipped
+			res.Message = skipped[0].Message
+		case !q.Observable:
+			res.Verdict, res.Message = Skip, "not wire-observable: "+q.Reason
+		case q.Exclusion != "":
+			res.Verdict, res.Message = Skip, "not verified: "+q.Exclusion
+		default:
+			res.Verdict, res.Message = Skip, "not verified: no spec checks this requirement yet"
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// blocksConformance says whether a skipped requirement keeps its level from
+// "conformant": a skipped MUST that a client could observe does; a SHOULD,
+// a MAY or an unobservable statement does not.
+func blocksConformance(in Input, q ReqResult) bool {
+	r, _ := in.Registry.Lookup(q.ID)
+	return requirements.Keyword(q.Keyword).Mandatory() && r.Observable
+}
+
+func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
+	var out []LevelResult
+	for _, sel := range in.Env.Levels {
+		lr := LevelResult{Selection: sel}
+		var failed, errored, skipped []string
+		for _, q := range reqs {
+			if q.Level != string(sel.Level) {
+				continue
+			}
+			lr.Counts.add(q.Verdict)
+			mandatory := requirements.Keyword(q.Keyword).Mandatory()
+			switch {
+			case q.Verdict == Fail && mandatory:
+				failed = append(failed, q.ID)
+			case q.Verdict == Error:
+				errored = append(errored, q.ID)
+			case q.Verdict == Skip && blocksConformance(in, q):
+				skipped = append(skipped, q.ID)
+			}
+		}
+		switch {
+		case !sel.Run && !sel.Claimed:
+			lr.Status, lr.Why = NotClaimed, sel.Reason
+		case !sel.Run:
+			lr.Status, lr.Why = NotRequested, sel.Reason
+		case len(failed) > 0:
+			lr.Status, lr.Why = Nonconformant, fmt.Sprintf("%d MUST requirement(s) failed: %s", len(failed), list(failed))
+		case len(errored) > 0:
+			lr.Status, lr.Why = Partial, fmt.Sprintf("%d requirement(s) could not be checked (suite or network error): %s", len(errored), list(errored))
+		case len(skipped) > 0:
+			lr.Status, lr.Why = Partial, fmt.Sprintf("%d observable MUST requirement(s) were skipped or are not verified yet: %s", len(skipped), list(skipped))
+		default:
+			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed"
+		}
+		out = append(out, lr)
+	}
+	return out
+}
+
+func list(ids []string) string {
+	if len(ids) > 8 {
+		return strings.Join(ids[:8], ", ") + fmt.Sprintf(" and %d more", len(ids)-8)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// ExitCode is the CI gate: 0 every checked level conformant, 1 a level
+// nonconformant or partial for skipped requirements, 2 a suite or network
+// error left a level undecided.
+func ExitCode(levels []LevelResult) int {
+	code := 0
+	for _, l := range levels {
+		switch {
+		case l.Status == Nonconformant:
+			return 1
+		case l.Status == Partial && l.Counts.Error > 0:
+			code = 2
+		case l.Status == Partial && code == 0:
+			code = 1
+		}
+	}
+	return code
+}
+
+func latencies(lat map[string][]float64) []OpLatency {
+	out := []OpLatency{}
+	for op, xs := range lat {
+		sort.Float64s(xs)
+		out = append(out, OpLatency{Op: op, Count: len(xs), P50: pct(xs, 50), P95: pct(xs, 95), P99: pct(xs, 99)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Op < out[j].Op })
+	return out
+}
+
+// pct is the nearest-rank percentile of sorted values.
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	return sorted[i]
+}

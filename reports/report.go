@@ -1,0 +1,148 @@
+// Package reports turns one Ginkgo run into conform's verdicts and writes
+// them: conform.json (format conform-report/v1, with a JSON Schema in
+// fixtures/schemas), junit.xml, summary.md, and the console's final table.
+package reports
+
+import (
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/target"
+)
+
+// Format is the version marker of conform.json.
+const Format = "conform-report/v1"
+
+// Verdict is a check's outcome.
+type Verdict string
+
+const (
+	Pass  Verdict = "pass"
+	Warn  Verdict = "warn"  // a SHOULD missed
+	Skip  Verdict = "skip"  // not claimed, not applicable or not verifiable; always with a reason
+	Error Verdict = "error" // the suite or the network broke; never blamed on the target
+	Fail  Verdict = "fail"  // a MUST broken
+)
+
+// severity orders verdicts for roll-ups: the most severe child wins.
+var severity = map[Verdict]int{Pass: 0, Skip: 1, Warn: 2, Error: 3, Fail: 4}
+
+// Worse returns the more severe of two verdicts.
+func Worse(a, b Verdict) Verdict {
+	if severity[b] > severity[a] {
+		return b
+	}
+	return a
+}
+
+// LevelStatus is a level's overall standing.
+type LevelStatus string
+
+const (
+	Conformant    LevelStatus = "conformant"
+	Partial       LevelStatus = "partial"
+	Nonconformant LevelStatus = "nonconformant"
+	NotClaimed    LevelStatus = "not_claimed"
+	NotRequested  LevelStatus = "not_requested"
+)
+
+// Counts tallies verdicts.
+type Counts struct {
+	Pass  int `json:"pass"`
+	Fail  int `json:"fail"`
+	Warn  int `json:"warn"`
+	Skip  int `json:"skip"`
+	Error int `json:"error"`
+}
+
+func (c *Counts) add(v Verdict) {
+	switch v {
+	case Pass:
+		c.Pass++
+	case Fail:
+		c.Fail++
+	case Warn:
+		c.Warn++
+	case Skip:
+		c.Skip++
+	case Error:
+		c.Error++
+	}
+}
+
+// Report is the whole of conform.json.
+type Report struct {
+	Format          string            `json:"format"`
+	Tool            Tool              `json:"tool"`
+	ProtocolVersion string            `json:"protocol_version"`
+	StartedAt       string            `json:"started_at"`
+	FinishedAt      string            `json:"finished_at"`
+	DurationMS      float64           `json:"duration_ms"`
+	Target          string            `json:"target"`
+	Config          map[string]string `json:"config"`
+	Seed            int64             `json:"seed"`
+	Discovery       target.Discovery  `json:"discovery"`
+	Levels          []LevelResult     `json:"levels"`
+	Totals          Counts            `json:"totals"`
+	Requirements    []ReqResult       `json:"requirements"`
+	Specs           []SpecResult      `json:"specs"`
+	Latency         []OpLatency       `json:"latency"`
+	Notes           []string          `json:"notes"`
+	ExitCode        int               `json:"exit_code"`
+}
+
+// Tool names this program.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// LevelResult is one level's standing.
+type LevelResult struct {
+	target.Selection
+	Status LevelStatus `json:"status"`
+	Why    string      `json:"why"`
+	Counts Counts      `json:"counts"`
+}
+
+// ReqResult is one requirement's verdict, rolled up over its specs.
+type ReqResult struct {
+	ID         string     `json:"id"`
+	Level      string     `json:"level"`
+	Keyword    string     `json:"keyword"`
+	Section    string     `json:"section"`
+	Link       string     `json:"link"`
+	Summary    string     `json:"summary"`
+	Verdict    Verdict    `json:"verdict"`
+	Message    string     `json:"message"`
+	DurationMS float64    `json:"duration_ms"`
+	Specs      []string   `json:"specs"`
+	Evidence   []Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence ties a non-passing requirement to the spec that saw it.
+type Evidence struct {
+	Spec    string  `json:"spec"`
+	Verdict Verdict `json:"verdict"`
+	Message string  `json:"message"`
+	Curl    string  `json:"curl,omitempty"`
+}
+
+// SpecResult is one Ginkgo spec.
+type SpecResult struct {
+	Name         string            `json:"name"`
+	Location     string            `json:"location"`
+	Requirements []string          `json:"requirements"`
+	Verdict      Verdict           `json:"verdict"`
+	Message      string            `json:"message,omitempty"`
+	DurationMS   float64           `json:"duration_ms"`
+	Transcript   []client.Exchange `json:"transcript,omitempty"`
+	Dropped      int               `json:"transcript_dropped,omitempty"`
+}
+
+// OpLatency summarises one operation's round trips.
+type OpLatency struct {
+	Op    string  `json:"op"`
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+}
