@@ -1,0 +1,257 @@
+// Package suite is the thin Ginkgo shell around conform's checks. Specs name
+// the requirements they verify with Req, record each check's result with
+// Must / Check / Should, and get a client whose exchanges are kept as the
+// spec's transcript. Verdicts, transcripts and latencies travel to the
+// report as Ginkgo report entries, so the conform binary, `go test` and the
+// ginkgo CLI all produce the same data.
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
+	"github.com/harn-conform/conform/internal/requirements"
+	"github.com/harn-conform/conform/internal/target"
+)
+
+var (
+	unknownMu  sync.Mutex
+	unknownIDs []string
+)
+
+// Req declares the requirement ids a spec verifies, as Ginkgo labels
+// ("req:ID" and "level:LEVEL"). An id missing from the registry is recorded
+// and reported by Validate before any spec runs: the registry is frozen.
+func Req(ids ...string) Labels {
+	reg, err := requirements.Default()
+	labels := Labels{}
+	levels := map[string]bool{}
+	for _, id := range ids {
+		labels = append(labels, evidence.ReqLabelPrefix+id)
+		if err != nil {
+			continue
+		}
+		r, ok := reg.Lookup(id)
+		if !ok {
+			unknownMu.Lock()
+			unknownIDs = append(unknownIDs, id)
+			unknownMu.Unlock()
+			continue
+		}
+		if !levels[string(r.Level)] {
+			levels[string(r.Level)] = true
+			labels = append(labels, evidence.LevelLabelPrefix+string(r.Level))
+		}
+	}
+	return labels
+}
+
+// Validate reports a broken registry or specs naming unknown requirement
+// ids. Call it before RunSpecs.
+func Validate() error {
+	if _, err := requirements.Default(); err != nil {
+		return err
+	}
+	unknownMu.Lock()
+	defer unknownMu.Unlock()
+	if len(unknownIDs) > 0 {
+		ids := append([]string(nil), unknownIDs...)
+		sort.Strings(ids)
+		return fmt.Errorf("specs name requirement ids that are not in the registry: %s", strings.Join(ids, ", "))
+	}
+	return nil
+}
+
+// specState is the current spec's bookkeeping. Ginkgo runs the specs of one
+// process one at a time, so a single slot suffices (ginkgo -p uses
+// processes, each with its own slot).
+type specState struct {
+	rec     *client.Recorder
+	client  *client.Client
+	soft    []evidence.Verdict // recorded failures that fail the spec at its end
+	entries int
+}
+
+var (
+	current   atomic.Pointer[specState]
+	keyCount  atomic.Int64
+	envOnce   sync.Once
+	envValue  *target.Env
+	envErr    error
+	installed atomic.Pointer[target.Env]
+)
+
+var _ = BeforeEach(func() {
+	st := &specState{rec: client.NewRecorder()}
+	current.Store(st)
+	env := Env()
+	gate(env)
+	st.client = env.Client.WithRecorder(st.rec)
+}, OncePerOrdered)
+
+var _ = AfterEach(func() {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	ex, dropped := st.rec.Exchanges()
+	if len(ex) > 0 {
+		samples := make([]evidence.LatencySample, 0, len(ex))
+		for _, e := range ex {
+			if e.Error == "" && e.Status != 0 {
+				samples = append(samples, evidence.LatencySample{Op: e.Op, MS: e.DurationMS})
+			}
+		}
+		AddReportEntry(evidence.EntryLatency, samples, ReportEntryVisibilityNever)
+	}
+	failed := len(st.soft) > 0 || CurrentSpecReport().Failed()
+	if failed && len(ex) > 0 {
+		AddReportEntry(evidence.EntryTranscript, evidence.Transcript{Exchanges: ex, Dropped: dropped}, ReportEntryVisibilityNever)
+	}
+	if len(st.soft) > 0 {
+		var msgs []string
+		for _, v := range st.soft {
+			msgs = append(msgs, v.Req+": "+v.Message)
+		}
+		Fail(strings.Join(msgs, "\n"))
+	}
+}, OncePerOrdered)
+
+// gate skips a spec whose level this run does not check, with the reason.
+func gate(env *target.Env) {
+	for _, l := range CurrentSpecReport().Labels() {
+		name, ok := strings.CutPrefix(l, evidence.LevelLabelPrefix)
+		if !ok {
+			continue
+		}
+		lv, err := requirements.ParseLevel(name)
+		if err != nil {
+			continue
+		}
+		if sel := env.Selected(lv); !sel.Run {
+			Skip(fmt.Sprintf("level %s not checked: %s", lv, sel.Reason))
+		}
+	}
+}
+
+// Install sets the run's environment (the conform binary does this before
+// RunSpecs). Without it, Env builds one from CONFORM_* variables.
+func Install(env *target.Env) { installed.Store(env) }
+
+// Env returns the run's environment. Under `go test` or the ginkgo CLI it is
+// built once from the CONFORM_* environment (see internal/config); with no
+// target configured it starts the built-in reference Harness in-process.
+func Env() *target.Env {
+	if e := installed.Load(); e != nil {
+		return e
+	}
+	envOnce.Do(func() { envValue, envErr = fromEnvironment() })
+	if envErr != nil {
+		AbortSuite("conform: " + envErr.Error())
+	}
+	return envValue
+}
+
+// Client returns the current spec's client: every exchange it makes is part
+// of the spec's transcript.
+func Client() *client.Client {
+	st := current.Load()
+	if st == nil || st.client == nil {
+		return Env().Client
+	}
+	return st.client
+}
+
+// Key returns a value unique to this run and process, for idempotency keys
+// and resource names, so specs never collide with each other or with other
+// runs against the same target.
+func Key(prefix string) string {
+	return fmt.Sprintf("%s-%s-%d-%d", prefix, Env().RunID, GinkgoParallelProcess(), keyCount.Add(1))
+}
+
+func record(req, verdict string, err error) evidence.Verdict {
+	msg := Env().Redactor.String(err.Error())
+	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg}
+	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+	return v
+}
+
+func classify(err error) string {
+	var te *client.TransportError
+	if errors.As(err, &te) {
+		return evidence.VerdictError
+	}
+	return evidence.VerdictFail
+}
+
+// Must records a check of a mandatory requirement. A failure ends the spec:
+// later checks would only repeat it. A transport failure is recorded as an
+// error, never blamed on the target.
+func Must(req string, err error) {
+	GinkgoHelper()
+	if err == nil {
+		return
+	}
+	v := record(req, classify(err), err)
+	Fail(req + ": " + v.Message)
+}
+
+// Check records a check of a mandatory requirement but lets the spec go on,
+// so independent checks all report; the spec fails at its end.
+func Check(req string, err error) {
+	if err == nil {
+		return
+	}
+	v := record(req, classify(err), err)
+	if st := current.Load(); st != nil {
+		st.soft = append(st.soft, v)
+	}
+}
+
+// Should records a recommendation: a miss is a warning and the spec passes.
+func Should(req string, err error) {
+	if err == nil {
+		return
+	}
+	verdict := evidence.VerdictWarn
+	if classify(err) == evidence.VerdictError {
+		verdict = evidence.VerdictError
+	}
+	record(req, verdict, err)
+}
+
+// Transport is for errors from the client: it ends the spec with an error
+// verdict for every requirement it names when the target could not be
+// spoken to, and otherwise does nothing.
+func Transport(err error, reqs ...string) {
+	GinkgoHelper()
+	if err == nil {
+		return
+	}
+	var te *client.TransportError
+	if !errors.As(err, &te) {
+		Fail(err.Error())
+	}
+	for _, r := range reqs {
+		record(r, evidence.VerdictError, err)
+	}
+	Fail(Env().Redactor.String(err.Error()))
+}
+
+// Do performs a REST exchange with the spec's client. If the target cannot
+// be spoken to, the spec ends with an error verdict for reqs.
+func Do(ctx context.Context, req client.Request, reqs ...string) *client.Response {
+	GinkgoHelper()
+	resp, err := Client().Do(ctx, req)
+	Transport(err, reqs...)
+	return resp
+}
