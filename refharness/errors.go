@@ -1,0 +1,95 @@
+package refharness
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// apiError is a protocol error on its way to the error envelope.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	Param   string
+	Details map[string]any
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// errorTypes maps each error code to its type, from the spec's tables.
+var errorTypes = map[string]string{
+	"invalid_request":              "request_error",
+	"invalid_state_transition":     "request_error",
+	"unauthenticated":              "auth_error",
+	"permission_denied":            "permission_error",
+	"resource_not_found":           "not_found_error",
+	"conflict":                     "conflict_error",
+	"idempotency_key_reused":       "conflict_error",
+	"cursor_expired":               "request_error",
+	"payload_too_large":            "request_error",
+	"policy_violation":             "permission_error",
+	"resource_locked":              "conflict_error",
+	"unsupported_protocol_version": "request_error",
+	"rate_limited":                 "rate_limit_error",
+	"client_closed_request":        "request_error",
+	"internal_error":               "server_error",
+	"upstream_unavailable":         "upstream_error",
+	"service_unavailable":          "server_error",
+	"deadline_exceeded":            "server_error",
+}
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(kind, id string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Code: "resource_not_found", Message: fmt.Sprintf("%s %q not found", kind, id)}
+}
+
+func conflict(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusConflict, Code: "conflict", Message: fmt.Sprintf(format, args...)}
+}
+
+func internal(err error) *apiError {
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal_error", Message: "internal error: " + err.Error()}
+}
+
+// envelope renders the error body, applying the error-shape faults.
+func (s *Server) errorBody(e *apiError, requestID string) map[string]any {
+	body := map[string]any{
+		"code":       e.Code,
+		"message":    e.Message,
+		"type":       errorTypes[e.Code],
+		"request_id": requestID,
+	}
+	if body["type"] == "" {
+		body["type"] = "server_error"
+	}
+	if s.opts.Faults.Has(FaultWrongErrorType) {
+		if body["type"] == "request_error" {
+			body["type"] = "server_error"
+		} else {
+			body["type"] = "request_error"
+		}
+	}
+	if e.Param != "" && !(s.opts.Faults.Has(FaultNoParamOnBadRequest) && e.Status == http.StatusBadRequest) {
+		body["param"] = e.Param
+	}
+	if e.Details != nil {
+		body["details"] = e.Details
+	}
+	return map[string]any{"error": body}
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
+	if s.opts.Faults.Has(FaultNotFoundAs400) && e.Code == "resource_not_found" {
+		e = &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: e.Message, Param: "id"}
+	}
+	if s.opts.Faults.Has(FaultErrorWithoutEnvelope) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(e.Status)
+		fmt.Fprintln(w, e.Message)
+		return
+	}
+	s.writeJSON(w, e.Status, s.errorBody(e, s.ids.NewID("req")))
+}

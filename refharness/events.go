@@ -1,0 +1,277 @@
+package refharness
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func sha256hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func cursorExpired(param, id string) *apiError {
+	return &apiError{Status: http.StatusGone, Code: "cursor_expired", Param: param,
+		Message: "event cursor " + strconv.Quote(id) + " is unknown or no longer retained; restart from the beginning of the stream"}
+}
+
+// ---- REST event ranges ----
+
+func (s *Server) listEvents(c *call) (any, *apiError) {
+	return s.eventRange(c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id")})
+}
+
+func (s *Server) listSessionEvents(c *call) (any, *apiError) {
+	if _, ok := s.st.sessions.get(c.params[0]); !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	return s.eventRange(c, streamSel{sessionID: c.params[0]})
+}
+
+func (s *Server) listTaskEvents(c *call) (any, *apiError) {
+	if _, ok := s.st.tasks.get(c.params[0]); !ok {
+		return nil, notFound("task", c.params[0])
+	}
+	return s.eventRange(c, streamSel{taskID: c.params[0]})
+}
+
+func (s *Server) getEvent(c *call) (any, *apiError) {
+	if pos, ok := parseEventID(c.params[0]); ok {
+		if e, ok := s.st.event(pos); ok {
+			return e, nil
+		}
+	}
+	return nil, notFound("event", c.params[0])
+}
+
+// eventRange serves ?after_event_id=&limit=. next_cursor is the last event id
+// returned; it is accepted back as after_event_id (or as cursor).
+func (s *Server) eventRange(c *call, sel streamSel) (any, *apiError) {
+	limit := 50
+	if v := c.q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return nil, badRequest("limit", "limit = %q, want an integer in 1..200", v)
+		}
+		if !s.opts.Faults.Has(FaultLimitIgnored) {
+			limit = n
+		}
+	}
+	after := uint64(0)
+	param, cur := "after_event_id", c.q.Get("after_event_id")
+	if cur == "" {
+		param, cur = "cursor", c.q.Get("cursor")
+	}
+	if cur != "" && !s.opts.Faults.Has(FaultEventsRepeatOnRange) {
+		pos, ok := s.st.cursorValid(cur)
+		if !ok {
+			return nil, cursorExpired(param, cur)
+		}
+		after = pos
+	}
+	evs, more := s.st.eventsAfter(sel, after, limit)
+	l := List{Object: "list", Data: make([]any, 0, len(evs))}
+	for _, e := range evs {
+		l.Data = append(l.Data, e)
+	}
+	if more {
+		last := evs[len(evs)-1].pos
+		if s.opts.Faults.Has(FaultPaginationRepeats) && len(evs) > 1 {
+			last = evs[len(evs)-2].pos
+		}
+		l.Page = Page{HasMore: true, NextCursor: ptr(eventID(last))}
+	}
+	return l, nil
+}
+
+// ---- SSE ----
+
+func (s *Server) streamGlobal(w http.ResponseWriter, c *call) {
+	s.stream(w, c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id")})
+}
+
+func (s *Server) streamSession(w http.ResponseWriter, c *call) {
+	s.mu.RLock()
+	_, ok := s.st.sessions.get(c.params[0])
+	s.mu.RUnlock()
+	if !ok {
+		s.writeError(w, c.r, notFound("session", c.params[0]))
+		return
+	}
+	s.stream(w, c, streamSel{sessionID: c.params[0]})
+}
+
+// streamTask ends the stream once the task is terminal and its last event was sent.
+func (s *Server) streamTask(w http.ResponseWriter, c *call) {
+	s.mu.RLock()
+	_, ok := s.st.tasks.get(c.params[0])
+	s.mu.RUnlock()
+	if !ok {
+		s.writeError(w, c.r, notFound("task", c.params[0]))
+		return
+	}
+	s.stream(w, c, streamSel{taskID: c.params[0]})
+}
+
+// sseBatch bounds how many events one wake-up writes before flushing.
+const sseBatch = 256
+
+// stream serves an SSE stream: the retained history of the selected events
+// after Last-Event-ID (or from the start), then live events until the client
+// goes away, the server closes, or (task streams) the task is over.
+func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		s.writeError(w, c.r, internal(errString("response writer cannot stream")))
+		return
+	}
+	after := uint64(0)
+	expired := ""
+	if last := c.r.Header.Get("Last-Event-ID"); last != "" && !s.opts.Faults.Has(FaultIgnoreLastEventID) {
+		s.mu.RLock()
+		pos, ok := s.st.cursorValid(last)
+		s.mu.RUnlock()
+		switch {
+		case ok && s.opts.Faults.Has(FaultResumeRepeatsEvent):
+			after = pos - 1
+		case ok:
+			after = pos
+		case !s.opts.Faults.Has(FaultNoCursorExpiredFrame):
+			expired = last
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	if s.opts.Faults.Has(FaultSSEWrongContentType) {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var buf bytes.Buffer
+	if expired != "" {
+		b, _ := s.render(s.errorBody(cursorExpired("Last-Event-ID", expired), s.ids.NewID("req")))
+		buf.WriteString("event: error\ndata: ")
+		buf.Write(bytes.TrimSpace(b))
+		buf.WriteString("\n\n")
+		s.writeSSE(w, fl, &buf)
+		return
+	}
+	buf.WriteString(": conform reference harness stream\n\n")
+	s.writeSSE(w, fl, &buf)
+
+	ka := time.NewTicker(s.opts.KeepAlive)
+	defer ka.Stop()
+	for {
+		s.mu.RLock()
+		evs, more := s.st.eventsAfter(sel, after, sseBatch)
+		wake := s.notify
+		done := !more && sel.taskID != "" && s.taskOverLocked(sel.taskID, after, evs)
+		s.mu.RUnlock()
+		for _, e := range evs {
+			s.frame(&buf, e)
+			after = e.pos
+		}
+		if buf.Len() > 0 {
+			if !s.writeSSE(w, fl, &buf) {
+				return
+			}
+		}
+		if done {
+			return
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-wake:
+		case <-ka.C:
+			buf.WriteString(": keep-alive\n\n")
+			if !s.writeSSE(w, fl, &buf) {
+				return
+			}
+		case <-c.r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// taskOverLocked reports whether a task is terminal and its final event has
+// been (or is now being) sent.
+func (s *Server) taskOverLocked(id string, after uint64, evs []*Event) bool {
+	t, ok := s.st.tasks.get(id)
+	if !ok || !Terminal(t.Status) {
+		return false
+	}
+	lastID, ok := s.st.lastEvent[Pointer{"task", id}]
+	if !ok {
+		return false
+	}
+	pos, _ := parseEventID(lastID)
+	if len(evs) > 0 {
+		after = evs[len(evs)-1].pos
+	}
+	return pos < s.st.visible && pos <= after
+}
+
+func (s *Server) writeSSE(w http.ResponseWriter, fl http.Flusher, buf *bytes.Buffer) bool {
+	b := buf.Bytes()
+	if s.opts.Variants.Has(VariantCRLF) {
+		b = bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))
+	}
+	_, err := w.Write(b)
+	buf.Reset()
+	if err != nil {
+		return false
+	}
+	fl.Flush()
+	return true
+}
+
+// frame writes one event as an SSE frame.
+func (s *Server) frame(buf *bytes.Buffer, e *Event) {
+	data, err := s.render(e)
+	if err != nil {
+		return
+	}
+	data = bytes.TrimSpace(data)
+	if s.opts.Variants.Has(VariantKeepAliveEveryFrame) {
+		buf.WriteString(": keep-alive\n")
+	}
+	if !s.opts.Faults.Has(FaultDropSSEID) {
+		buf.WriteString("id: " + e.ID + "\n")
+	}
+	buf.WriteString("event: " + e.Event + "\n")
+	switch {
+	case s.opts.Faults.Has(FaultSSEDataNotJSON):
+		buf.WriteString("data: " + e.Event + " " + e.ID + "\n")
+	case s.opts.Variants.Has(VariantMultilineData):
+		// Indented JSON has newlines only between tokens, so the lines joined
+		// with "\n" by the client are the same JSON value.
+		var ind bytes.Buffer
+		if json.Indent(&ind, data, "", " ") != nil {
+			ind.Reset()
+			ind.Write(data)
+		}
+		for _, line := range strings.Split(ind.String(), "\n") {
+			buf.WriteString("data: " + line + "\n")
+		}
+	default:
+		buf.WriteString("data: ")
+		buf.Write(data)
+		buf.WriteString("\n")
+	}
+	buf.WriteString("\n")
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

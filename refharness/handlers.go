@@ -1,0 +1,617 @@
+package refharness
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// ---- discovery and agent card (public) ----
+
+func (s *Server) discovery() map[string]any {
+	return map[string]any{
+		"object":             "protocol_discovery",
+		"protocol_family":    "harn_agents_protocol",
+		"current_version":    ProtocolVersion,
+		"supported_versions": []string{ProtocolVersion},
+		"capabilities": map[string]any{
+			"rest": true, "sse": true, "websocket": false, "receipts": false, "replay": false,
+			// The scenario contract of docs/scenarios.md: tasks obey metadata["conform.scenario"].
+			"conform.scenarios": scenario.Version,
+		},
+	}
+}
+
+// scenarioSkill describes the scenario contract as a Skill; it is listed by
+// /v1/skills and in the agent card.
+func scenarioSkill(env Envelope) *Skill {
+	env.ID = "skill_conform_scenarios"
+	return &Skill{Envelope: env, Name: "conform.scenarios",
+		Description: "Runs a task as the conform.scenario steps in its metadata (docs/scenarios.md), or echoes the input.",
+		InputSchema: map[string]any{"type": "object"}, OutputSchema: nil,
+		Source: ptr("refharness"), Version: ptr(scenario.Version)}
+}
+
+func (s *Server) agentCard() map[string]any {
+	s.mu.RLock()
+	sk, _ := s.st.skills.get("skill_conform_scenarios")
+	s.mu.RUnlock()
+	skills := []any{}
+	created := s.now()
+	if sk != nil {
+		skills = append(skills, sk)
+		created = sk.CreatedAt
+	}
+	desc := "Reference Harness of the conform suite: Harn Agents Protocol v1 Core over REST and SSE, with the conform.scenarios task contract."
+	return map[string]any{
+		"id": "agent_card_conform_refharness", "object": "harn_agent_card",
+		"created_at": created, "updated_at": created, "metadata": map[string]any{},
+		"name": "conform reference harness", "description": desc,
+		"protocol_version": ProtocolVersion,
+		"skills":           skills,
+		"capabilities":     []string{"rest", "sse", "conform.scenarios"},
+		"auth_schemes":     []string{"bearer"},
+		"persona_ids":      s.personaIDs(),
+		"receipt_policy":   "disabled",
+		"a2a_card": map[string]any{
+			"name": "conform reference harness", "description": desc, "version": "1",
+			// A2A requires an absolute URL; the harness may be mounted under any
+			// prefix, so it names the protocol binding without claiming a host.
+			"supportedInterfaces": []any{map[string]any{"url": "http://localhost/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": ProtocolVersion}},
+			"capabilities":        map[string]any{"streaming": true, "pushNotifications": false},
+			"defaultInputModes":   []string{"text/plain", "application/json"},
+			"defaultOutputModes":  []string{"text/plain", "application/json"},
+			"skills": []any{map[string]any{"id": "conform.scenarios", "name": "conform.scenarios",
+				"description": "Scenario-driven deterministic agent (docs/scenarios.md).", "tags": []string{"conformance", "testing"}}},
+		},
+	}
+}
+
+func (s *Server) personaIDs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := []string{}
+	for _, r := range s.st.personas.order {
+		ids = append(ids, r.v.ID)
+	}
+	return ids
+}
+
+// ---- workspaces ----
+
+func (s *Server) listWorkspaces(c *call) (any, *apiError) {
+	return listPage(s, c, s.st.workspaces, nil)
+}
+
+func (s *Server) getWorkspace(c *call) (any, *apiError) {
+	if w, ok := s.st.workspaces.get(c.params[0]); ok {
+		return w, nil
+	}
+	return nil, notFound("workspace", c.params[0])
+}
+
+func (s *Server) createWorkspace(c *call) (*result, *apiError) {
+	b := c.body
+	name, _, e := b.str("name", true)
+	if e != nil {
+		return nil, e
+	}
+	root, _, e := b.str("root", true)
+	if e != nil {
+		return nil, e
+	}
+	caps, _, e := b.strings("capabilities")
+	if e != nil {
+		return nil, e
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	if caps == nil {
+		caps = []string{}
+	}
+	w := &Workspace{Envelope: s.envelope("workspace", "workspace", meta), Name: name, Root: root, Capabilities: caps}
+	return &result{status: http.StatusCreated, body: w, c: &commit{Puts: []put{{Workspace: w}}}}, nil
+}
+
+func (s *Server) patchWorkspace(c *call) (*result, *apiError) {
+	old, ok := s.st.workspaces.get(c.params[0])
+	if !ok {
+		return nil, notFound("workspace", c.params[0])
+	}
+	w := *old
+	b := c.body
+	if name, ok, e := b.str("name", false); e != nil {
+		return nil, e
+	} else if ok {
+		w.Name = name
+	}
+	if caps, ok, e := b.strings("capabilities"); e != nil {
+		return nil, e
+	} else if ok {
+		w.Capabilities = caps
+	}
+	if q, ok, e := b.str("quota_id", false); e != nil {
+		return nil, e
+	} else if ok {
+		w.QuotaID = ptr(q)
+	} else if b.has("quota_id") {
+		w.QuotaID = nil
+	}
+	if b.has("metadata") {
+		meta, e := b.metadata()
+		if e != nil {
+			return nil, e
+		}
+		w.Metadata = meta
+	}
+	w.UpdatedAt = s.now()
+	return &result{status: http.StatusOK, body: &w, c: &commit{Puts: []put{{Workspace: &w}}}}, nil
+}
+
+// ---- sessions ----
+
+func (s *Server) listSessions(c *call) (any, *apiError) {
+	ws := c.q.Get("workspace_id")
+	return listPage(s, c, s.st.sessions, func(x *Session) bool { return ws == "" || x.WorkspaceID == ws })
+}
+
+func (s *Server) getSession(c *call) (any, *apiError) {
+	if x, ok := s.st.sessions.get(c.params[0]); ok {
+		return x, nil
+	}
+	return nil, notFound("session", c.params[0])
+}
+
+func (s *Server) createSession(c *call) (*result, *apiError) {
+	b := c.body
+	wsID, _, e := b.str("workspace_id", true)
+	if e != nil {
+		return nil, e
+	}
+	if _, ok := s.st.workspaces.get(wsID); !ok {
+		e := notFound("workspace", wsID)
+		e.Param = "workspace_id"
+		return nil, e
+	}
+	persona, e := s.optionalPersona(b)
+	if e != nil {
+		return nil, e
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	initial, _, e := b.array("initial_messages", false)
+	if e != nil {
+		return nil, e
+	}
+	se := &Session{Envelope: s.envelope("session", "session", meta), WorkspaceID: wsID, State: "ACTIVE", PersonaID: persona}
+	res := Pointer{"session", se.ID}
+	cm := &commit{Events: []*Event{s.newEvent("session.created", res, map[string]any{"workspace_id": wsID}, wsID, se.ID, "", c.actor)}}
+	for i, v := range initial {
+		p := fmt.Sprintf("initial_messages[%d]", i)
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, badRequest(p, "field %s: got %s, want an object", p, jsonKind(v))
+		}
+		role, parts, mmeta, e := messageInput(obj{m: m, prefix: p})
+		if e != nil {
+			return nil, e
+		}
+		msg := s.appendMessage(cm, se, "", role, parts, mmeta, c.actor)
+		_ = msg
+	}
+	cm.Puts = append([]put{{Session: se}}, cm.Puts...)
+	return &result{status: http.StatusCreated, body: se, c: cm}, nil
+}
+
+func (s *Server) optionalPersona(b obj) (*string, *apiError) {
+	id, ok, e := b.str("persona_id", false)
+	if e != nil || !ok {
+		return nil, e
+	}
+	if _, found := s.st.personas.get(id); !found {
+		e := notFound("persona", id)
+		e.Param = "persona_id"
+		return nil, e
+	}
+	return ptr(id), nil
+}
+
+// appendMessage adds a message to session se (updating se in place, which the
+// caller must have copied) and records it in cm. Messages a task exchanges are
+// announced by the task's own event (agent.message, user.input_submitted…);
+// other messages get a session.message_appended event.
+func (s *Server) appendMessage(cm *commit, se *Session, taskID, role string, parts []map[string]any, meta map[string]any, actor string) *Message {
+	msg := &Message{Envelope: s.envelope("message", "message", meta), SessionID: ptr(se.ID), Role: role, Parts: parts}
+	if taskID != "" {
+		msg.TaskID = ptr(taskID)
+	}
+	se.Transcript.MessageCount++
+	se.Transcript.TurnCount++
+	se.Transcript.LastMessageID = ptr(msg.ID)
+	se.UpdatedAt = msg.CreatedAt
+	cm.Puts = append(cm.Puts, put{Message: msg})
+	if taskID == "" {
+		cm.Events = append(cm.Events, s.newEvent("session.message_appended", Pointer{"session", se.ID},
+			map[string]any{"message_id": msg.ID, "role": role}, se.WorkspaceID, se.ID, "", actor))
+	}
+	return msg
+}
+
+func (s *Server) patchSession(c *call) (*result, *apiError) {
+	old, ok := s.st.sessions.get(c.params[0])
+	if !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	se := *old
+	if sum, ok, e := c.body.str("summary", false); e != nil {
+		return nil, e
+	} else if ok {
+		se.Summary = ptr(sum)
+	} else if c.body.has("summary") {
+		se.Summary = nil
+	}
+	if c.body.has("metadata") {
+		meta, e := c.body.metadata()
+		if e != nil {
+			return nil, e
+		}
+		se.Metadata = meta
+	}
+	se.UpdatedAt = s.now()
+	return &result{status: http.StatusOK, body: &se, c: &commit{Puts: []put{{Session: &se}}}}, nil
+}
+
+func (s *Server) closeSession(c *call) (*result, *apiError) {
+	old, ok := s.st.sessions.get(c.params[0])
+	if !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	if old.State == "CLOSED" {
+		return &result{status: http.StatusOK, body: old}, nil // closing is naturally idempotent
+	}
+	se := *old
+	se.State = "CLOSED"
+	se.UpdatedAt = s.now()
+	ev := s.newEvent("session.closed", Pointer{"session", se.ID}, map[string]any{"state": "CLOSED"}, se.WorkspaceID, se.ID, "", c.actor)
+	return &result{status: http.StatusOK, body: &se, c: &commit{Puts: []put{{Session: &se}}, Events: []*Event{ev}}}, nil
+}
+
+func (s *Server) forkSession(c *call) (*result, *apiError) {
+	src, ok := s.st.sessions.get(c.params[0])
+	if !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	b := c.body
+	at := uint64(0)
+	atID, hasAt, e := b.str("at_event_id", false)
+	if e != nil {
+		return nil, e
+	}
+	if hasAt {
+		pos, ok := s.st.cursorValid(atID)
+		if !ok {
+			return nil, badRequest("at_event_id", "at_event_id %q is not a known event", atID)
+		}
+		at = pos
+	}
+	branch, _, e := b.str("branch_id", false)
+	if e != nil {
+		return nil, e
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	root := src.ID
+	if src.RootSessionID != nil {
+		root = *src.RootSessionID
+	}
+	ns := &Session{Envelope: s.envelope("session", "session", meta), WorkspaceID: src.WorkspaceID, State: "ACTIVE",
+		PersonaID: src.PersonaID, RootSessionID: ptr(root), ParentSessionID: ptr(src.ID)}
+	if branch != "" {
+		ns.BranchID = ptr(branch)
+	}
+	cm := &commit{}
+	copied := 0
+	for _, id := range s.st.sessMsgs[src.ID] {
+		m, ok := s.st.messages.get(id)
+		if !ok {
+			continue
+		}
+		if hasAt && s.st.msgPos[id] > at {
+			break
+		}
+		cp := &Message{Envelope: s.envelope("message", "message", m.Metadata), SessionID: ptr(ns.ID), Role: m.Role, Parts: m.Parts}
+		ns.Transcript.MessageCount++
+		ns.Transcript.TurnCount++
+		ns.Transcript.LastMessageID = ptr(cp.ID)
+		cm.Puts = append(cm.Puts, put{Message: cp})
+		copied++
+	}
+	cm.Puts = append([]put{{Session: ns}}, cm.Puts...)
+	cm.Events = []*Event{
+		s.newEvent("session.created", Pointer{"session", ns.ID}, map[string]any{"workspace_id": ns.WorkspaceID, "parent_session_id": src.ID}, ns.WorkspaceID, ns.ID, "", c.actor),
+		s.newEvent("session.thread_forked", Pointer{"session", src.ID}, map[string]any{"forked_session_id": ns.ID, "at_event_id": nullable(atID), "copied_message_count": copied}, src.WorkspaceID, src.ID, "", c.actor),
+	}
+	return &result{status: http.StatusCreated, body: ns, c: cm}, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// truncateSession keeps the first keep_first turns. A turn is one message.
+func (s *Server) truncateSession(c *call) (*result, *apiError) {
+	old, ok := s.st.sessions.get(c.params[0])
+	if !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	keep, _, e := c.body.integer("keep_first", true)
+	if e != nil {
+		return nil, e
+	}
+	if keep < 0 {
+		return nil, badRequest("keep_first", "keep_first = %d, want >= 0", keep)
+	}
+	reason, _, e := c.body.str("reason", false)
+	if e != nil {
+		return nil, e
+	}
+	ids := s.st.sessMsgs[old.ID]
+	if keep > int64(len(ids)) {
+		keep = int64(len(ids))
+	}
+	se := *old
+	cm := &commit{}
+	for _, id := range ids[keep:] {
+		cm.Deletes = append(cm.Deletes, Pointer{"message", id})
+	}
+	se.Transcript.MessageCount = int(keep)
+	se.Transcript.TurnCount = int(keep)
+	se.Transcript.LastMessageID = nil
+	if keep > 0 {
+		se.Transcript.LastMessageID = ptr(ids[keep-1])
+	}
+	se.UpdatedAt = s.now()
+	removed := len(ids) - int(keep)
+	cm.Puts = []put{{Session: &se}}
+	cm.Events = []*Event{s.newEvent("session.truncated", Pointer{"session", se.ID},
+		map[string]any{"kept_turn_count": keep, "removed_turn_count": removed, "reason": nullable(reason)}, se.WorkspaceID, se.ID, "", c.actor)}
+	body := map[string]any{"object": "session.truncate_result", "session_id": se.ID, "kept_turn_count": keep,
+		"removed_turn_count": removed, "new_tip_turn_id": se.Transcript.LastMessageID, "session": &se}
+	return &result{status: http.StatusOK, body: body, c: cm}, nil
+}
+
+// ---- messages ----
+
+func (s *Server) listSessionMessages(c *call) (any, *apiError) {
+	id := c.params[0]
+	if _, ok := s.st.sessions.get(id); !ok {
+		return nil, notFound("session", id)
+	}
+	return listPage(s, c, s.st.messages, func(m *Message) bool { return m.SessionID != nil && *m.SessionID == id })
+}
+
+func (s *Server) getMessage(c *call) (any, *apiError) {
+	if m, ok := s.st.messages.get(c.params[0]); ok {
+		return m, nil
+	}
+	return nil, notFound("message", c.params[0])
+}
+
+func (s *Server) appendSessionMessage(c *call) (*result, *apiError) {
+	old, ok := s.st.sessions.get(c.params[0])
+	if !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	if old.State == "CLOSED" {
+		return nil, conflict("session %s is CLOSED; messages cannot be appended", old.ID)
+	}
+	mo, _, e := c.body.object("message", true)
+	if e != nil {
+		return nil, e
+	}
+	role, parts, meta, e := messageInput(mo)
+	if e != nil {
+		return nil, e
+	}
+	se := *old
+	cm := &commit{}
+	msg := s.appendMessage(cm, &se, "", role, parts, meta, c.actor)
+	cm.Puts = append(cm.Puts, put{Session: &se})
+	return &result{status: http.StatusCreated, body: msg, c: cm}, nil
+}
+
+// ---- artifacts ----
+
+var hex64 = regexp.MustCompile(`^[a-fA-F0-9]{64}$`)
+
+func (s *Server) listArtifacts(c *call) (any, *apiError) {
+	ws, se, t := c.q.Get("workspace_id"), c.q.Get("session_id"), c.q.Get("task_id")
+	return listPage(s, c, s.st.artifacts, func(a *Artifact) bool {
+		return eqOpt(a.WorkspaceID, ws) && eqOpt(a.SessionID, se) && eqOpt(a.TaskID, t)
+	})
+}
+
+func eqOpt(p *string, want string) bool { return want == "" || (p != nil && *p == want) }
+
+func (s *Server) getArtifact(c *call) (any, *apiError) {
+	if a, ok := s.st.artifacts.get(c.params[0]); ok {
+		return a, nil
+	}
+	return nil, notFound("artifact", c.params[0])
+}
+
+func (s *Server) registerArtifact(c *call) (*result, *apiError) {
+	b := c.body
+	kind, _, e := b.enum("kind", true, scenario.ArtifactKinds...)
+	if e != nil {
+		return nil, e
+	}
+	mime, _, e := b.str("mime_type", true)
+	if e != nil {
+		return nil, e
+	}
+	vis, _, e := b.enum("visibility", true, visibilities...)
+	if e != nil {
+		return nil, e
+	}
+	a := &Artifact{Kind: kind, MimeType: mime, Visibility: vis}
+	if uri, ok, e := b.str("uri", false); e != nil {
+		return nil, e
+	} else if ok {
+		a.URI = ptr(uri)
+	}
+	sum, hasSum, e := b.str("sha256", false)
+	if e != nil {
+		return nil, e
+	}
+	if hasSum && !hex64.MatchString(sum) {
+		return nil, badRequest("sha256", "sha256 = %q, want 64 hex digits", sum)
+	}
+	// content_base64 is this harness's extension for uploading the bytes inline.
+	var content []byte
+	if enc, ok, e := b.str("content_base64", false); e != nil {
+		return nil, e
+	} else if ok {
+		raw, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			return nil, badRequest("content_base64", "content_base64 is not valid base64: %v", err)
+		}
+		content = raw
+		h := sha256.Sum256(raw)
+		got := hex.EncodeToString(h[:])
+		if hasSum && !strings.EqualFold(sum, got) {
+			return nil, badRequest("sha256", "sha256 = %s, but the content hashes to %s", sum, got)
+		}
+		sum, hasSum = got, true
+		a.SizeBytes = ptr(int64(len(raw)))
+	}
+	if hasSum {
+		a.SHA256 = ptr(strings.ToLower(sum))
+	}
+	var ws, sess, task string
+	if id, ok, e := b.str("task_id", false); e != nil {
+		return nil, e
+	} else if ok {
+		t, found := s.st.tasks.get(id)
+		if !found {
+			e := notFound("task", id)
+			e.Param = "task_id"
+			return nil, e
+		}
+		task, sess, ws = id, t.SessionID, t.WorkspaceID
+	}
+	if id, ok, e := b.str("session_id", false); e != nil {
+		return nil, e
+	} else if ok {
+		se, found := s.st.sessions.get(id)
+		if !found {
+			e := notFound("session", id)
+			e.Param = "session_id"
+			return nil, e
+		}
+		if sess != "" && sess != id {
+			return nil, badRequest("session_id", "session_id %s does not own task %s", id, task)
+		}
+		sess, ws = id, se.WorkspaceID
+	}
+	if id, ok, e := b.str("workspace_id", false); e != nil {
+		return nil, e
+	} else if ok {
+		if _, found := s.st.workspaces.get(id); !found {
+			e := notFound("workspace", id)
+			e.Param = "workspace_id"
+			return nil, e
+		}
+		if ws != "" && ws != id {
+			return nil, badRequest("workspace_id", "workspace_id %s does not own session %s", id, sess)
+		}
+		ws = id
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	a.Envelope = s.envelope("artifact", "artifact", meta)
+	a.WorkspaceID, a.SessionID, a.TaskID = optStr(ws), optStr(sess), optStr(task)
+	cm := &commit{Puts: []put{{Artifact: a}},
+		Events: []*Event{s.newEvent("artifact.created", Pointer{"artifact", a.ID}, map[string]any{"kind": kind, "sha256": a.SHA256}, ws, sess, task, c.actor)}}
+	if content != nil {
+		cm.Blobs = map[string][]byte{a.ID: content}
+	}
+	return &result{status: http.StatusCreated, body: a, c: cm}, nil
+}
+
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return ptr(s)
+}
+
+func (s *Server) artifactContent(w http.ResponseWriter, c *call) {
+	s.mu.RLock()
+	a, ok := s.st.artifacts.get(c.params[0])
+	content, has := s.st.blobs[c.params[0]]
+	s.mu.RUnlock()
+	if !ok {
+		s.writeError(w, c.r, notFound("artifact", c.params[0]))
+		return
+	}
+	if !has {
+		e := notFound("artifact content", c.params[0])
+		e.Message = fmt.Sprintf("artifact %q was registered without content", c.params[0])
+		s.writeError(w, c.r, e)
+		return
+	}
+	w.Header().Set("Content-Type", a.MimeType)
+	w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(content)
+}
+
+// ---- outcomes, personas, skills ----
+
+func (s *Server) listOutcomes(c *call) (any, *apiError) {
+	t := c.q.Get("task_id")
+	return listPage(s, c, s.st.outcomes, func(o *Outcome) bool { return t == "" || o.TaskID == t })
+}
+
+func (s *Server) getOutcome(c *call) (any, *apiError) {
+	if o, ok := s.st.outcomes.get(c.params[0]); ok {
+		return o, nil
+	}
+	return nil, notFound("outcome", c.params[0])
+}
+
+func (s *Server) listPersonas(c *call) (any, *apiError) { return listPage(s, c, s.st.personas, nil) }
+
+func (s *Server) getPersona(c *call) (any, *apiError) {
+	if p, ok := s.st.personas.get(c.params[0]); ok {
+		return p, nil
+	}
+	return nil, notFound("persona", c.params[0])
+}
+
+func (s *Server) listSkills(c *call) (any, *apiError) { return listPage(s, c, s.st.skills, nil) }
+
+func (s *Server) getSkill(c *call) (any, *apiError) {
+	if p, ok := s.st.skills.get(c.params[0]); ok {
+		return p, nil
+	}
+	return nil, notFound("skill", c.params[0])
+}

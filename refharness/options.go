@@ -1,0 +1,178 @@
+package refharness
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ProtocolVersion is the only protocol version this harness speaks.
+const ProtocolVersion = "agents-protocol-2026-04-25"
+
+// VersionHeader carries the protocol version on every non-public request.
+const VersionHeader = "Harn-Agents-Protocol-Version"
+
+// Options configures a Server. The zero value is a working in-memory harness
+// that accepts no API keys (every authenticated route answers 401).
+type Options struct {
+	// DataDir holds the event log; "" keeps everything in memory.
+	DataDir string
+	// APIKeys maps an API key to the actor id it authenticates.
+	APIKeys map[string]string
+	// Clock returns the current time; nil means time.Now. Output is always UTC.
+	Clock func() time.Time
+	// IDs mints resource ids; nil means kind-prefixed random ids that are never reused.
+	IDs IDSource
+	// MaxBodyBytes bounds request bodies; 0 means 1 MiB. Larger bodies get 413.
+	MaxBodyBytes int64
+	// Faults breaks named requirements on purpose, for self-tests only.
+	Faults Faults
+	// Variants turns on legal-but-unusual behaviours a conformance suite must accept.
+	Variants Variants
+	// EventRetention is how many of the most recent events stay readable and
+	// usable as resume cursors; older cursors get cursor_expired. 0 means all.
+	EventRetention int
+	// KeepAlive is the interval of SSE keep-alive comments; 0 means 15 s.
+	KeepAlive time.Duration
+	// IdempotencyTTL is how long idempotency records are honoured; 0 means 24 h.
+	// Values below 24 h are raised to 24 h, the protocol's minimum.
+	IdempotencyTTL time.Duration
+}
+
+// IDSource mints unique ids. kind is the resource kind ("task", "session", …).
+type IDSource interface{ NewID(kind string) string }
+
+// randomIDs is the default IDSource: kind + "_" + 48-bit millisecond time +
+// 80 random bits in Crockford base32, like a ULID. Ids sort by creation time
+// and, with 80 random bits, are not reused across restarts.
+type randomIDs struct{ clock func() time.Time }
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+func (r randomIDs) NewID(kind string) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[0:8], uint64(r.clock().UnixMilli())<<16)
+	if _, err := rand.Read(b[6:16]); err != nil {
+		panic("refharness: crypto/rand failed: " + err.Error()) // the OS random source is gone; nothing is safe
+	}
+	// 128 bits -> 26 base32 characters.
+	hi := binary.BigEndian.Uint64(b[0:8])
+	lo := binary.BigEndian.Uint64(b[8:16])
+	out := make([]byte, 26)
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return kind + "_" + string(out)
+}
+
+// SeqIDs is a deterministic IDSource for tests and golden files: kind_000001,
+// kind_000002, … with one counter per kind. It does not survive restarts, so
+// use it only in in-memory mode or with a fresh DataDir per run.
+type SeqIDs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// NewID implements IDSource.
+func (s *SeqIDs) NewID(kind string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[kind]++
+	return fmt.Sprintf("%s_%06d", kind, s.n[kind])
+}
+
+// Fault names one requirement the server breaks on purpose.
+type Fault string
+
+// Faults is a set of faults; the zero value breaks nothing.
+type Faults map[Fault]bool
+
+// Has reports whether f is on.
+func (fs Faults) Has(f Fault) bool { return fs[f] }
+
+// The faults. Each breaks exactly one behaviour and nothing else.
+const (
+	FaultSkipVersionCheck           Fault = "skip-version-check"            // missing/unsupported version header accepted instead of 426
+	FaultNoSupportedVersions        Fault = "no-supported-versions"         // 426 body lacks details.supported_versions
+	FaultAcceptMissingKey           Fault = "accept-missing-key"            // a request without Authorization is served
+	FaultAcceptAnyKey               Fault = "accept-any-key"                // an unknown API key is accepted (missing still 401)
+	FaultEchoKeyInError             Fault = "echo-key-in-error"             // the 401 message repeats the presented key
+	FaultForgetIdempotency          Fault = "forget-idempotency"            // Idempotency-Key ignored: retries create duplicates
+	FaultIdempotencyNoConflict      Fault = "idempotency-no-conflict"       // same key + different body replays the first response instead of 409
+	FaultDuplicateOnConcurrentRetry Fault = "duplicate-on-concurrent-retry" // concurrent retries race and create duplicates; sequential retries work
+	FaultDropSSEID                  Fault = "drop-sse-id"                   // SSE frames lack the id: line
+	FaultIgnoreLastEventID          Fault = "ignore-last-event-id"          // resume replays the stream from its start
+	FaultResumeRepeatsEvent         Fault = "resume-repeats-event"          // resume re-sends the Last-Event-ID event itself
+	FaultNoCursorExpiredFrame       Fault = "no-cursor-expired-frame"       // an expired/unknown cursor streams from the start, no error frame
+	FaultTerminalTaskMutable        Fault = "terminal-task-mutable"         // cancel moves a COMPLETED/FAILED task to CANCELED
+	FaultCompletedAfterCancel       Fault = "completed-after-cancel"        // a canceled task is later overwritten with COMPLETED
+	FaultCanceledHasCompletedAt     Fault = "canceled-has-completed-at"     // a CANCELED task carries completed_at
+	FaultSkipTransitionEvent        Fault = "skip-transition-event"         // SUBMITTED->WORKING emits no task event
+	FaultIllegalTransition          Fault = "illegal-transition"            // tasks jump SUBMITTED->COMPLETED without WORKING
+	FaultWrongCreateStatus          Fault = "wrong-create-status"           // creates answer 200 instead of 201/202
+	FaultErrorWithoutEnvelope       Fault = "error-without-envelope"        // errors are plain text, not the error envelope
+	FaultWrongErrorType             Fault = "wrong-error-type"              // error.type does not match error.code
+	FaultNotFoundAs400              Fault = "not-found-as-400"              // missing resources answer 400 invalid_request instead of 404
+	FaultNoParamOnBadRequest        Fault = "no-param-on-bad-request"       // 400 errors omit error.param
+	FaultNo413                      Fault = "no-413"                        // bodies over the limit are accepted
+	FaultLimitIgnored               Fault = "limit-ignored"                 // list ?limit= is ignored (default page size used)
+	FaultPaginationRepeats          Fault = "pagination-repeats"            // each next page repeats the last item of the previous page
+	FaultNonUTCTimestamps           Fault = "non-utc-timestamps"            // timestamps rendered with a +02:00 offset
+	FaultWrongObjectField           Fault = "wrong-object-field"            // resources carry a wrong "object" discriminator
+	FaultSequenceNotIncreasing      Fault = "sequence-not-increasing"       // per-resource event sequence repeats
+	FaultSSEWrongContentType        Fault = "sse-wrong-content-type"        // streams are served as text/plain
+	FaultSSEDataNotJSON             Fault = "sse-data-not-json"             // SSE data: is not a JSON Event
+	FaultOutcomeUsesTaskStatus      Fault = "outcome-uses-task-status"      // Outcome.status uses the task enum (COMPLETED) instead of SUCCEEDED
+	FaultMissingRequiredField       Fault = "missing-required-field"        // Task objects lack created_by
+	FaultIDsNotStable               Fault = "ids-not-stable"                // GET /v1/tasks/{id} answers with a different id each time
+	FaultUnknownRouteNot404         Fault = "unknown-route-not-404"         // unknown routes answer 200 with an empty object
+	FaultEventsRepeatOnRange        Fault = "events-ignore-after-event-id"  // REST event lists ignore after_event_id
+)
+
+// AllFaults lists every fault, for tests that iterate them.
+func AllFaults() []Fault {
+	return []Fault{
+		FaultSkipVersionCheck, FaultNoSupportedVersions, FaultAcceptMissingKey, FaultAcceptAnyKey,
+		FaultEchoKeyInError, FaultForgetIdempotency, FaultIdempotencyNoConflict,
+		FaultDuplicateOnConcurrentRetry, FaultDropSSEID, FaultIgnoreLastEventID, FaultResumeRepeatsEvent,
+		FaultNoCursorExpiredFrame, FaultTerminalTaskMutable, FaultCompletedAfterCancel,
+		FaultCanceledHasCompletedAt, FaultSkipTransitionEvent, FaultIllegalTransition,
+		FaultWrongCreateStatus, FaultErrorWithoutEnvelope, FaultWrongErrorType, FaultNotFoundAs400,
+		FaultNoParamOnBadRequest, FaultNo413, FaultLimitIgnored, FaultPaginationRepeats,
+		FaultNonUTCTimestamps, FaultWrongObjectField, FaultSequenceNotIncreasing,
+		FaultSSEWrongContentType, FaultSSEDataNotJSON, FaultOutcomeUsesTaskStatus,
+		FaultMissingRequiredField, FaultIDsNotStable, FaultUnknownRouteNot404, FaultEventsRepeatOnRange,
+	}
+}
+
+// Variant names a legal but unusual behaviour a conformance suite must accept.
+type Variant string
+
+// Variants is a set of variants; the zero value is the plain behaviour.
+type Variants map[Variant]bool
+
+// Has reports whether v is on.
+func (vs Variants) Has(v Variant) bool { return vs[v] }
+
+// The variants.
+const (
+	VariantCRLF                   Variant = "sse-crlf"                  // SSE lines end in CRLF
+	VariantKeepAliveEveryFrame    Variant = "sse-keepalive-every-frame" // a comment line before every SSE frame
+	VariantMultilineData          Variant = "sse-multiline-data"        // the JSON of data: split over several data: lines
+	VariantExtraFields            Variant = "extra-fields"              // an unknown extension field in every object
+	VariantReorderedKeys          Variant = "reordered-keys"            // JSON object keys in alphabetical order
+	VariantCancelTerminalConflict Variant = "cancel-terminal-409"       // cancel of a terminal task answers 409 conflict, not 400
+)
+
+// AllVariants lists every variant.
+func AllVariants() []Variant {
+	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
+		VariantReorderedKeys, VariantCancelTerminalConflict}
+}

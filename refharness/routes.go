@@ -1,0 +1,365 @@
+package refharness
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// call is one routed request.
+type call struct {
+	r      *http.Request
+	actor  string
+	params []string // values of the {} path segments, in order
+	q      url.Values
+	body   obj
+	idem   string
+}
+
+// result is what a write produces under the lock.
+type result struct {
+	status int
+	body   any
+	c      *commit
+	after  func() // runs once the commit is durable
+}
+
+type route struct {
+	method  string
+	pattern string                               // segments after /v1/, "{}" matches one id
+	get     func(c *call) (any, *apiError)       // read under the read lock
+	write   func(c *call) (*result, *apiError)   // write under the write lock
+	raw     func(w http.ResponseWriter, c *call) // streams and bytes
+	noBody  bool                                 // write accepts an empty body
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{method: "GET", pattern: "workspaces", get: s.listWorkspaces},
+		{method: "POST", pattern: "workspaces", write: s.createWorkspace},
+		{method: "GET", pattern: "workspaces/{}", get: s.getWorkspace},
+		{method: "PATCH", pattern: "workspaces/{}", write: s.patchWorkspace},
+
+		{method: "GET", pattern: "sessions", get: s.listSessions},
+		{method: "POST", pattern: "sessions", write: s.createSession},
+		{method: "GET", pattern: "sessions/{}", get: s.getSession},
+		{method: "PATCH", pattern: "sessions/{}", write: s.patchSession},
+		{method: "POST", pattern: "sessions/{}/close", write: s.closeSession, noBody: true},
+		{method: "POST", pattern: "sessions/{}/fork", write: s.forkSession, noBody: true},
+		{method: "POST", pattern: "sessions/{}/truncate", write: s.truncateSession},
+		{method: "GET", pattern: "sessions/{}/messages", get: s.listSessionMessages},
+		{method: "POST", pattern: "sessions/{}/messages", write: s.appendSessionMessage},
+		{method: "GET", pattern: "sessions/{}/tasks", get: s.listSessionTasks},
+		{method: "POST", pattern: "sessions/{}/tasks", write: s.submitSessionTask},
+		{method: "GET", pattern: "sessions/{}/events", get: s.listSessionEvents},
+		{method: "GET", pattern: "sessions/{}/events/stream", raw: s.streamSession},
+
+		{method: "GET", pattern: "tasks", get: s.listTasks},
+		{method: "POST", pattern: "tasks", write: s.submitTask},
+		{method: "GET", pattern: "tasks/{}", get: s.getTask},
+		{method: "POST", pattern: "tasks/{}/cancel", write: s.cancelTask, noBody: true},
+		{method: "POST", pattern: "tasks/{}/messages", write: s.appendTaskMessage},
+		{method: "GET", pattern: "tasks/{}/events", get: s.listTaskEvents},
+		{method: "GET", pattern: "tasks/{}/stream", raw: s.streamTask},
+
+		{method: "GET", pattern: "messages/{}", get: s.getMessage},
+
+		{method: "GET", pattern: "artifacts", get: s.listArtifacts},
+		{method: "POST", pattern: "artifacts", write: s.registerArtifact},
+		{method: "GET", pattern: "artifacts/{}", get: s.getArtifact},
+		{method: "GET", pattern: "artifacts/{}/content", raw: s.artifactContent},
+
+		{method: "GET", pattern: "events", get: s.listEvents},
+		{method: "GET", pattern: "events/stream", raw: s.streamGlobal},
+		{method: "GET", pattern: "events/{}", get: s.getEvent},
+
+		{method: "GET", pattern: "outcomes", get: s.listOutcomes},
+		{method: "GET", pattern: "outcomes/{}", get: s.getOutcome},
+		{method: "GET", pattern: "personas", get: s.listPersonas},
+		{method: "GET", pattern: "personas/{}", get: s.getPersona},
+		{method: "GET", pattern: "skills", get: s.listSkills},
+		{method: "GET", pattern: "skills/{}", get: s.getSkill},
+		{method: "GET", pattern: "connectors", get: s.emptyList},
+		{method: "GET", pattern: "connectors/{}", get: s.absent("connector")},
+		{method: "GET", pattern: "quotas", get: s.emptyList},
+		{method: "GET", pattern: "quotas/{}", get: s.absent("quota")},
+		{method: "GET", pattern: "memories", get: s.emptyList},
+		{method: "GET", pattern: "memories/{}", get: s.absent("memory")},
+	}
+}
+
+// match reports whether segs fit pattern, returning the {} values.
+func match(pattern string, segs []string) ([]string, bool) {
+	ps := strings.Split(pattern, "/")
+	if len(ps) != len(segs) {
+		return nil, false
+	}
+	var params []string
+	for i, p := range ps {
+		if p == "{}" {
+			if segs[i] == "" {
+				return nil, false
+			}
+			params = append(params, segs[i])
+			continue
+		}
+		if p != segs[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, actor string) {
+	var allow []string
+	for _, rt := range s.table {
+		params, ok := match(rt.pattern, segs)
+		if !ok {
+			continue
+		}
+		// A literal segment beats {}: "events/stream" is listed before "events/{}".
+		if rt.method != r.Method && !(rt.method == "GET" && r.Method == "HEAD") {
+			allow = append(allow, rt.method)
+			continue
+		}
+		c := &call{r: r, actor: actor, params: params, q: r.URL.Query()}
+		switch {
+		case rt.get != nil:
+			s.mu.RLock()
+			v, e := rt.get(c)
+			s.mu.RUnlock()
+			if e != nil {
+				s.writeError(w, r, e)
+				return
+			}
+			s.writeJSON(w, http.StatusOK, v)
+		case rt.raw != nil:
+			rt.raw(w, c)
+		default:
+			s.doWrite(w, c, rt)
+		}
+		return
+	}
+	if len(allow) > 0 {
+		s.methodNotAllowed(w, r, allow...)
+		return
+	}
+	s.unknownRoute(w, r)
+}
+
+// readBody reads at most MaxBodyBytes; a larger body is 413.
+func (s *Server) readBody(r *http.Request) ([]byte, *apiError) {
+	limit := s.opts.MaxBodyBytes
+	if s.opts.Faults.Has(FaultNo413) {
+		limit = 64 << 20 // still bounded: the fault removes the protocol limit, not memory safety
+	}
+	tooLarge := &apiError{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large",
+		Message: fmt.Sprintf("request body exceeds the limit of %d bytes", s.opts.MaxBodyBytes),
+		Details: map[string]any{"max_bytes": s.opts.MaxBodyBytes}}
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("", "cannot read request body: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, tooLarge
+	}
+	return b, nil
+}
+
+// doWrite runs a write: body limits, parsing, idempotency, the mutation under
+// the lock, durability, and the response.
+func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
+	r := c.r
+	raw, e := s.readBody(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	if vals, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
+		c.idem = vals[0]
+		if n := utf8.RuneCountInString(c.idem); n < 1 || n > 255 {
+			s.writeError(w, r, badRequest("Idempotency-Key", "Idempotency-Key has %d characters, want 1..255", n))
+			return
+		}
+	}
+	c.body, e = parseObject(raw, rt.noBody)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	useIdem := c.idem != "" && !s.opts.Faults.Has(FaultForgetIdempotency)
+	var fp string
+	if useIdem {
+		fp = fingerprint(raw)
+	}
+
+	s.mu.Lock()
+	var scope string
+	if useIdem {
+		scope = strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), r.Method, r.URL.Path, c.idem}, "\x00")
+		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
+			s.mu.Unlock()
+			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) {
+				s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
+					Message: "Idempotency-Key was already used with a different request body", Param: "Idempotency-Key"})
+				return
+			}
+			if err := s.wait(rec.seq); err != nil {
+				s.writeError(w, r, internal(err))
+				return
+			}
+			w.Header().Set("Idempotent-Replayed", "true")
+			s.writeJSON(w, s.createStatus(rec.Status), json.RawMessage(rec.Body))
+			return
+		}
+		if s.opts.Faults.Has(FaultDuplicateOnConcurrentRetry) {
+			// The bug: check, then act without holding the lock across both.
+			s.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			s.mu.Lock()
+		}
+	}
+	res, e := rt.write(c)
+	if e != nil {
+		s.mu.Unlock()
+		s.writeError(w, r, e)
+		return
+	}
+	body, err := json.Marshal(res.body)
+	if err != nil {
+		s.mu.Unlock()
+		s.writeError(w, r, internal(err))
+		return
+	}
+	if res.c == nil {
+		res.c = &commit{}
+	}
+	if useIdem {
+		res.c.Idem = &idemRecord{Scope: scope, Fingerprint: fp, Status: res.status, Body: body, CreatedAt: s.now()}
+	}
+	var seq uint64
+	if len(res.c.Events)+len(res.c.Puts)+len(res.c.Deletes) > 0 || res.c.Idem != nil {
+		seq, err = s.commitLocked(res.c)
+	}
+	s.mu.Unlock()
+	if err == nil {
+		err = s.wait(seq)
+	}
+	if err != nil {
+		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: "service_unavailable",
+			Message: "the write was not made durable: " + err.Error()})
+		return
+	}
+	if res.after != nil {
+		res.after()
+	}
+	s.writeJSON(w, s.createStatus(res.status), json.RawMessage(body))
+}
+
+func (s *Server) createStatus(status int) int {
+	if s.opts.Faults.Has(FaultWrongCreateStatus) && (status == http.StatusCreated || status == http.StatusAccepted) {
+		return http.StatusOK
+	}
+	return status
+}
+
+// fingerprint hashes the canonical (RFC 8785) form of a body, so retries that
+// differ only in key order or whitespace count as the same request.
+func fingerprint(raw []byte) string {
+	canon, err := jcs.Transform(raw)
+	if err != nil {
+		canon = raw
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+// scopeWorkspace finds the workspace part of an idempotency scope: the body's
+// workspace_id, else the workspace of the session or task the path names.
+func (s *Server) scopeWorkspace(c *call, rt route) string {
+	if ws, ok := c.body.m["workspace_id"].(string); ok {
+		return ws
+	}
+	if len(c.params) == 0 {
+		return ""
+	}
+	switch {
+	case strings.HasPrefix(rt.pattern, "sessions/"):
+		if se, ok := s.st.sessions.get(c.params[0]); ok {
+			return se.WorkspaceID
+		}
+	case strings.HasPrefix(rt.pattern, "tasks/"):
+		if t, ok := s.st.tasks.get(c.params[0]); ok {
+			return t.WorkspaceID
+		}
+	case strings.HasPrefix(rt.pattern, "workspaces/"):
+		return c.params[0]
+	}
+	return ""
+}
+
+// pageArgs parses limit and cursor.
+func (s *Server) pageArgs(c *call) (limit, after int, e *apiError) {
+	limit, after = 50, -1
+	if v := c.q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return 0, 0, badRequest("limit", "limit = %q, want an integer in 1..200", v)
+		}
+		if !s.opts.Faults.Has(FaultLimitIgnored) {
+			limit = n
+		}
+	}
+	if v := c.q.Get("cursor"); v != "" {
+		n, ok := decodeCursor(v)
+		if !ok {
+			return 0, 0, badRequest("cursor", "cursor %q was not issued by this server", v)
+		}
+		after = n
+	}
+	return limit, after, nil
+}
+
+// listPage pages a table into a List.
+func listPage[T any](s *Server, c *call, t *table[T], keep func(*T) bool) (any, *apiError) {
+	limit, after, e := s.pageArgs(c)
+	if e != nil {
+		return nil, e
+	}
+	items, last, more := t.page(after, limit, keep)
+	l := List{Object: "list", Data: make([]any, 0, len(items))}
+	for _, it := range items {
+		l.Data = append(l.Data, it)
+	}
+	if more {
+		if s.opts.Faults.Has(FaultPaginationRepeats) {
+			last--
+		}
+		l.Page = Page{HasMore: true, NextCursor: ptr(encodeCursor(last))}
+	}
+	return l, nil
+}
+
+func (s *Server) emptyList(c *call) (any, *apiError) {
+	if _, _, e := s.pageArgs(c); e != nil {
+		return nil, e
+	}
+	return List{Object: "list", Data: []any{}}, nil
+}
+
+func (s *Server) absent(kind string) func(c *call) (any, *apiError) {
+	return func(c *call) (any, *apiError) { return nil, notFound(kind, c.params[0]) }
+}

@@ -1,0 +1,213 @@
+// Package scenario parses the conformance scenario language: a list of steps
+// carried in a task's metadata under "conform.scenario" that tells a harness
+// how to drive the task through its lifecycle, so a conformance suite can
+// reach every task state deterministically. docs/scenarios.md is the contract.
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Key is the metadata key that carries a scenario.
+const Key = "conform.scenario"
+
+// Version is the scenario contract version a target advertises in discovery
+// under capabilities["conform.scenarios"].
+const Version = "v1"
+
+// Op names a step.
+type Op string
+
+// The step operations of version v1.
+const (
+	OpWork          Op = "work"           // stay WORKING for MS milliseconds (cancelable)
+	OpEmit          Op = "emit"           // emit Count agent.message events, IntervalMS apart
+	OpArtifact      Op = "artifact"       // register an artifact with Content
+	OpInputRequired Op = "input_required" // go INPUT_REQUIRED until a task message of kind "input"
+	OpAuthRequired  Op = "auth_required"  // go AUTH_REQUIRED until a task message of kind "tool_confirmation"
+	OpToolApproval  Op = "tool_approval"  // request approval of a tool call; AUTH_REQUIRED until decided
+	OpComplete      Op = "complete"       // finish COMPLETED with an Outcome whose summary is Summary
+	OpFail          Op = "fail"           // finish FAILED with failure {Code, Message}
+)
+
+// Bounds on hostile or mistaken scenarios.
+const (
+	MaxSteps      = 100
+	MaxMS         = 600_000
+	MaxCount      = 10_000
+	MaxContent    = 64 << 10
+	maxStringSize = 4 << 10
+)
+
+// Step is one instruction. Only the fields of its Op may be set.
+type Step struct {
+	Op         Op             `json:"op"`
+	MS         int            `json:"ms,omitempty"`
+	Count      int            `json:"count,omitempty"`
+	IntervalMS int            `json:"interval_ms,omitempty"`
+	Text       string         `json:"text,omitempty"`
+	Prompt     string         `json:"prompt,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	Tool       string         `json:"tool,omitempty"`
+	Input      map[string]any `json:"input,omitempty"`
+	Kind       string         `json:"kind,omitempty"`
+	MimeType   string         `json:"mime_type,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	Content    string         `json:"content,omitempty"`
+	Summary    string         `json:"summary,omitempty"`
+	Code       string         `json:"code,omitempty"`
+	Message    string         `json:"message,omitempty"`
+}
+
+// Terminal reports whether the step ends the task.
+func (s Step) Terminal() bool { return s.Op == OpComplete || s.Op == OpFail }
+
+// Scenario is a parsed, validated scenario.
+type Scenario struct {
+	Steps []Step `json:"steps"`
+}
+
+// Error names the offending field by its path inside the task submit body.
+type Error struct {
+	Param string
+	Msg   string
+}
+
+func (e *Error) Error() string { return e.Param + ": " + e.Msg }
+
+// ArtifactKinds are the artifact kinds the protocol defines.
+var ArtifactKinds = []string{"file", "patch", "image", "log", "diff", "receipt", "snapshot", "dataset", "other"}
+
+// Parse validates v, the decoded JSON value of metadata["conform.scenario"]:
+// an object {"steps": [...]}. Unknown fields and unknown ops are errors, since
+// a typo in a test script must not silently turn into the default agent.
+func Parse(v any) (*Scenario, error) {
+	base := "metadata." + Key
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, &Error{base, "not JSON: " + err.Error()}
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, &Error{base, fmt.Sprintf("got %s, want an object {\"steps\": [...]}", kindOf(v))}
+	}
+	var top struct {
+		Steps []json.RawMessage `json:"steps"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&top); err != nil {
+		return nil, &Error{base, "want {\"steps\": [...]}: " + err.Error()}
+	}
+	if len(top.Steps) == 0 {
+		return nil, &Error{base + ".steps", "got no steps, want at least one"}
+	}
+	if len(top.Steps) > MaxSteps {
+		return nil, &Error{base + ".steps", fmt.Sprintf("got %d steps, want at most %d", len(top.Steps), MaxSteps)}
+	}
+	sc := &Scenario{}
+	for i, r := range top.Steps {
+		p := fmt.Sprintf("%s.steps[%d]", base, i)
+		var st Step
+		d := json.NewDecoder(bytes.NewReader(r))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&st); err != nil {
+			return nil, &Error{p, err.Error()}
+		}
+		if err := check(st, p); err != nil {
+			return nil, err
+		}
+		if i > 0 && sc.Steps[i-1].Terminal() {
+			return nil, &Error{p, fmt.Sprintf("step after terminal step %q", sc.Steps[i-1].Op)}
+		}
+		sc.Steps = append(sc.Steps, st)
+	}
+	return sc, nil
+}
+
+func check(st Step, p string) error {
+	allowed := map[Op][]string{
+		OpWork:          {"ms"},
+		OpEmit:          {"count", "interval_ms", "text"},
+		OpArtifact:      {"kind", "mime_type", "name", "content"},
+		OpInputRequired: {"prompt"},
+		OpAuthRequired:  {"reason"},
+		OpToolApproval:  {"tool", "input"},
+		OpComplete:      {"summary"},
+		OpFail:          {"code", "message"},
+	}
+	fields, ok := allowed[st.Op]
+	if !ok {
+		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, complete, fail", st.Op)}
+	}
+	set := map[string]bool{
+		"ms": st.MS != 0, "count": st.Count != 0, "interval_ms": st.IntervalMS != 0, "text": st.Text != "",
+		"prompt": st.Prompt != "", "reason": st.Reason != "", "tool": st.Tool != "", "input": st.Input != nil,
+		"kind": st.Kind != "", "mime_type": st.MimeType != "", "name": st.Name != "", "content": st.Content != "",
+		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "",
+	}
+	for f, isSet := range set {
+		if isSet && !contains(fields, f) {
+			return &Error{p + "." + f, fmt.Sprintf("field not allowed on op %q (allowed: %s)", st.Op, strings.Join(fields, ", "))}
+		}
+	}
+	for f, s := range map[string]string{"text": st.Text, "prompt": st.Prompt, "reason": st.Reason, "tool": st.Tool,
+		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message} {
+		if len(s) > maxStringSize {
+			return &Error{p + "." + f, fmt.Sprintf("got %d bytes, want at most %d", len(s), maxStringSize)}
+		}
+	}
+	switch st.Op {
+	case OpWork:
+		if st.MS < 0 || st.MS > MaxMS {
+			return &Error{p + ".ms", fmt.Sprintf("got %d, want 0..%d", st.MS, MaxMS)}
+		}
+	case OpEmit:
+		if st.Count < 1 || st.Count > MaxCount {
+			return &Error{p + ".count", fmt.Sprintf("got %d, want 1..%d", st.Count, MaxCount)}
+		}
+		if st.IntervalMS < 0 || st.IntervalMS > MaxMS {
+			return &Error{p + ".interval_ms", fmt.Sprintf("got %d, want 0..%d", st.IntervalMS, MaxMS)}
+		}
+	case OpArtifact:
+		if st.Kind != "" && !contains(ArtifactKinds, st.Kind) {
+			return &Error{p + ".kind", fmt.Sprintf("got %q, want one of %s", st.Kind, strings.Join(ArtifactKinds, ", "))}
+		}
+		if len(st.Content) > MaxContent {
+			return &Error{p + ".content", fmt.Sprintf("got %d bytes, want at most %d", len(st.Content), MaxContent)}
+		}
+	case OpFail:
+		if st.Code == "" {
+			return &Error{p + ".code", "missing, want a failure code"}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	default:
+		return "a number"
+	}
+}

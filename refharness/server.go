@@ -1,0 +1,414 @@
+// Package refharness is the reference Harness: a real, minimal implementation
+// of the Harn Agents Protocol v1 Core surface over an event-sourced store. It
+// lets the conformance suites test themselves and serves as a local stand-in
+// for implementers (`conform serve`).
+//
+// Every change is a commit appended to a journal (in memory, or fsync'd on
+// disk under Options.DataDir); resources are projections of the commits and
+// are rebuilt from the journal at start-up. Tasks are driven by the scenario
+// language of package scenario, or by a deterministic echo agent.
+package refharness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harn-conform/conform/refharness/journal"
+)
+
+var _ http.Handler = (*Server)(nil)
+
+// Server is the reference harness. Create it with New; it is an http.Handler.
+type Server struct {
+	opts  Options
+	clock func() time.Time
+	ids   IDSource
+
+	mu       sync.RWMutex
+	st       *state
+	jl       *journal.Journal // nil in memory mode
+	pending  []pendingVis     // commits appended but not yet durable (journal mode)
+	notify   chan struct{}    // closed and replaced whenever st.visible advances
+	closed   bool             // no more commits
+	stopping bool             // no more workers
+	runners  map[string]*runner
+	table    []route
+
+	ctx    context.Context // canceled by Close; stops workers and streams
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closeO sync.Once
+	errC   error
+}
+
+type pendingVis struct {
+	seq     uint64
+	nextPos uint64
+}
+
+const defaultMaxBody = 1 << 20
+
+// New builds a server. With a DataDir it opens (or creates) the journal there
+// and rebuilds every resource from it; tasks that were running when the
+// previous process stopped are recovered as the spec requires.
+func New(opts Options) (*Server, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = defaultMaxBody
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.IdempotencyTTL < 24*time.Hour {
+		opts.IdempotencyTTL = 24 * time.Hour
+	}
+	if opts.EventRetention < 0 {
+		return nil, fmt.Errorf("refharness: EventRetention = %d, want >= 0", opts.EventRetention)
+	}
+	s := &Server{opts: opts, clock: opts.Clock, st: newState(), notify: make(chan struct{}), runners: map[string]*runner{}}
+	s.ids = opts.IDs
+	if s.ids == nil {
+		s.ids = randomIDs{clock: opts.Clock}
+	}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.table = s.routes()
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("refharness: data dir: %w", err)
+		}
+		jl, err := journal.Open(filepath.Join(opts.DataDir, "events.journal"), s.replay, s.onSync)
+		if err != nil {
+			return nil, fmt.Errorf("refharness: %w", err)
+		}
+		s.jl = jl
+		s.st.visible = s.st.nextPos
+	}
+	if err := s.seed(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.recover(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// replay applies one journal record at start-up.
+func (s *Server) replay(_ uint64, rec []byte) error {
+	var c commit
+	dec := json.NewDecoder(bytes.NewReader(rec))
+	dec.UseNumber()
+	if err := dec.Decode(&c); err != nil {
+		return fmt.Errorf("decode commit: %w", err)
+	}
+	if c.Idem != nil && !c.Idem.live(s.clock(), s.opts.IdempotencyTTL) {
+		c.Idem = nil // expired: not worth keeping in memory
+	}
+	return s.st.apply(&c, s.opts.EventRetention)
+}
+
+// onSync runs on the journal's flusher after each fsync: it makes the events
+// of every durable commit visible to readers and streams.
+func (s *Server) onSync(seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	advanced := false
+	for len(s.pending) > 0 && s.pending[0].seq <= seq {
+		if s.pending[0].nextPos > s.st.visible {
+			s.st.visible = s.pending[0].nextPos
+			advanced = true
+		}
+		s.pending = s.pending[1:]
+	}
+	if advanced {
+		close(s.notify)
+		s.notify = make(chan struct{})
+	}
+}
+
+var errClosed = errors.New("refharness: server closed")
+
+// commitLocked assigns event ids and sequences, applies c and appends it to
+// the journal. The caller holds s.mu and must call s.wait(seq) after
+// releasing it, before acknowledging the write.
+func (s *Server) commitLocked(c *commit) (uint64, error) {
+	if s.closed {
+		return 0, errClosed
+	}
+	pos := s.st.nextPos
+	seqs := map[Pointer]int64{}
+	for _, e := range c.Events {
+		e.ID = eventID(pos)
+		pos++
+		n, ok := seqs[e.Resource]
+		if !ok {
+			n, ok = s.st.seqs[e.Resource]
+			if !ok {
+				n = -1
+			}
+		}
+		n++
+		if s.opts.Faults.Has(FaultSequenceNotIncreasing) && n > 0 {
+			n-- // repeat the previous sequence number
+		}
+		seqs[e.Resource] = n
+		e.Sequence = n
+		if prev, ok := s.st.lastEvent[e.Resource]; ok {
+			e.PreviousEventID = ptr(prev)
+		}
+	}
+	// Chain previous_event_id inside this commit too.
+	last := map[Pointer]string{}
+	for _, e := range c.Events {
+		if p, ok := last[e.Resource]; ok {
+			e.PreviousEventID = ptr(p)
+		}
+		last[e.Resource] = e.ID
+	}
+	if s.jl == nil {
+		if err := s.st.apply(c, s.opts.EventRetention); err != nil {
+			return 0, err
+		}
+		if len(c.Events) > 0 {
+			s.st.visible = s.st.nextPos
+			close(s.notify)
+			s.notify = make(chan struct{})
+		}
+		return 0, nil
+	}
+	rec, err := json.Marshal(c)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.st.apply(c, s.opts.EventRetention); err != nil {
+		return 0, err
+	}
+	seq, err := s.jl.Append(rec)
+	if err != nil {
+		return 0, err
+	}
+	if c.Idem != nil {
+		c.Idem.seq = seq
+	}
+	s.pending = append(s.pending, pendingVis{seq: seq, nextPos: s.st.nextPos})
+	return seq, nil
+}
+
+// wait blocks until journal record seq is durable (no-op in memory mode).
+func (s *Server) wait(seq uint64) error {
+	if s.jl == nil || seq == 0 {
+		return nil
+	}
+	return s.jl.Wait(seq)
+}
+
+// commit is commitLocked + wait for callers that do not hold the lock.
+func (s *Server) commit(c *commit) error {
+	s.mu.Lock()
+	seq, err := s.commitLocked(c)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+// Close stops task workers and streams, flushes and closes the journal. Safe to call twice.
+func (s *Server) Close() error {
+	s.closeO.Do(func() {
+		s.stop()
+		s.mu.Lock() // after this, startWorker sees stopping and never calls wg.Add
+		s.stopping = true
+		s.mu.Unlock()
+		s.wg.Wait() // workers finish their in-flight commit, then see the canceled context
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		if s.jl != nil {
+			s.errC = s.jl.Close()
+		}
+	})
+	return s.errC
+}
+
+func (s *Server) now() string { return formatTime(s.clock()) }
+
+func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func (s *Server) envelope(kind, object string, meta map[string]any) Envelope {
+	now := s.now()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return Envelope{ID: s.ids.NewID(kind), Object: object, CreatedAt: now, UpdatedAt: now, Metadata: meta}
+}
+
+// newEvent builds an event; the id and sequence are assigned at commit.
+func (s *Server) newEvent(kind string, res Pointer, payload map[string]any, ws, sess, task, actor string) *Event {
+	now := s.now()
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	e := &Event{Envelope: Envelope{Object: "event", CreatedAt: now, UpdatedAt: now, Metadata: map[string]any{}},
+		Event: kind, Resource: res, Payload: payload}
+	if ws != "" {
+		e.WorkspaceID = ptr(ws)
+	}
+	if sess != "" {
+		e.SessionID = ptr(sess)
+	}
+	if task != "" {
+		e.TaskID = ptr(task)
+	}
+	if actor != "" {
+		e.Actor = ptr(actor)
+	}
+	return e
+}
+
+// seed creates the built-in persona and skill on a fresh journal.
+func (s *Server) seed() error {
+	s.mu.Lock()
+	if s.st.personas.len() > 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	p := &Persona{Envelope: s.envelope("persona", "persona", nil), Name: "conform echo agent", Version: "1",
+		EntryWorkflow: "conform.echo", Description: "Deterministic agent of the reference harness: runs conform.scenario steps or echoes the task input.",
+		AutonomyTier: "act_auto", ReceiptPolicy: "disabled", Tools: []string{}, Capabilities: []string{}}
+	sk := scenarioSkill(s.envelope("skill", "skill", nil))
+	seq, err := s.commitLocked(&commit{Puts: []put{{Persona: p}, {Skill: sk}}})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+// writeJSON renders v with the output faults and variants applied.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := s.render(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal_error","type":"server_error","message":"cannot render response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte("\n"))
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, r, internal(fmt.Errorf("panic: %v", v)))
+		}
+	}()
+	path := r.URL.Path
+	if path != "/" {
+		path = strings.TrimSuffix(path, "/")
+	}
+	if path == "/v1" || path == "/v1/agent-card" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.methodNotAllowed(w, r, "GET")
+			return
+		}
+		if path == "/v1" {
+			s.writeJSON(w, http.StatusOK, s.discovery())
+		} else {
+			s.writeJSON(w, http.StatusOK, s.agentCard())
+		}
+		return
+	}
+	if !strings.HasPrefix(path, "/v1/") {
+		s.unknownRoute(w, r)
+		return
+	}
+	if e := s.checkVersion(r); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	actor, e := s.authenticate(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	s.route(w, r, strings.Split(strings.TrimPrefix(path, "/v1/"), "/"), actor)
+}
+
+func (s *Server) checkVersion(r *http.Request) *apiError {
+	if s.opts.Faults.Has(FaultSkipVersionCheck) {
+		return nil
+	}
+	got := r.Header.Get(VersionHeader)
+	if got == ProtocolVersion {
+		return nil
+	}
+	msg := fmt.Sprintf("missing %s header, want %q", VersionHeader, ProtocolVersion)
+	if got != "" {
+		msg = fmt.Sprintf("unsupported protocol version %q, want %q", got, ProtocolVersion)
+	}
+	e := &apiError{Status: http.StatusUpgradeRequired, Code: "unsupported_protocol_version", Message: msg}
+	if !s.opts.Faults.Has(FaultNoSupportedVersions) {
+		e.Details = map[string]any{"supported_versions": []string{ProtocolVersion}}
+	}
+	return e
+}
+
+func (s *Server) authenticate(r *http.Request) (string, *apiError) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if s.opts.Faults.Has(FaultAcceptMissingKey) {
+			return "actor_anonymous", nil
+		}
+		return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing Authorization header, want \"Bearer <api-key>\""}
+	}
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "Authorization header is not a Bearer credential"}
+	}
+	if actor, ok := s.opts.APIKeys[key]; ok && key != "" {
+		return actor, nil
+	}
+	if s.opts.Faults.Has(FaultAcceptAnyKey) {
+		return "actor_anonymous", nil
+	}
+	msg := "the API key is not valid"
+	if s.opts.Faults.Has(FaultEchoKeyInError) {
+		msg = fmt.Sprintf("the API key %q is not valid", key)
+	}
+	return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: msg}
+}
+
+func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Faults.Has(FaultUnknownRouteNot404) {
+		s.writeJSON(w, http.StatusOK, map[string]any{})
+		return
+	}
+	s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: "resource_not_found",
+		Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow ...string) {
+	allow = slices.Compact(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: "invalid_request",
+		Message: fmt.Sprintf("method %s not allowed on %s, want %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
+}

@@ -1,0 +1,666 @@
+package refharness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// agentActor is the actor id of the built-in agent in events it emits.
+const agentActor = "agent_conform_echo"
+
+// maxInbox bounds unconsumed task messages per running task.
+const maxInbox = 256
+
+// runner is the worker of one non-terminal task. inbox is guarded by Server.mu.
+type runner struct {
+	cancel    context.CancelFunc
+	inbox     []*Message
+	kinds     []string
+	signal    chan struct{}
+	artifacts []*Artifact
+}
+
+// ---- reads ----
+
+func (s *Server) listTasks(c *call) (any, *apiError) {
+	return s.taskList(c, c.q.Get("session_id"))
+}
+
+func (s *Server) listSessionTasks(c *call) (any, *apiError) {
+	if _, ok := s.st.sessions.get(c.params[0]); !ok {
+		return nil, notFound("session", c.params[0])
+	}
+	return s.taskList(c, c.params[0])
+}
+
+func (s *Server) taskList(c *call, sess string) (any, *apiError) {
+	ws, status := c.q.Get("workspace_id"), c.q.Get("status")
+	if status != "" && status != StatusSubmitted && transitions[status] == nil && !Terminal(status) {
+		return nil, badRequest("status", "status = %q, want a task status", status)
+	}
+	return listPage(s, c, s.st.tasks, func(t *Task) bool {
+		return (sess == "" || t.SessionID == sess) && (ws == "" || t.WorkspaceID == ws) && (status == "" || t.Status == status)
+	})
+}
+
+func (s *Server) getTask(c *call) (any, *apiError) {
+	t, ok := s.st.tasks.get(c.params[0])
+	if !ok {
+		return nil, notFound("task", c.params[0])
+	}
+	if s.opts.Faults.Has(FaultIDsNotStable) {
+		cp := *t
+		cp.ID = s.ids.NewID("task")
+		return &cp, nil
+	}
+	return t, nil
+}
+
+// ---- submit ----
+
+func (s *Server) submitSessionTask(c *call) (*result, *apiError) {
+	return s.submit(c, c.params[0], "")
+}
+
+func (s *Server) submitTask(c *call) (*result, *apiError) {
+	sess, _, e := c.body.str("session_id", true)
+	if e != nil {
+		return nil, e
+	}
+	return s.submit(c, sess, "session_id")
+}
+
+func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) {
+	b := c.body
+	se, ok := s.st.sessions.get(sessID)
+	if !ok {
+		e := notFound("session", sessID)
+		e.Param = sessParam
+		return nil, e
+	}
+	if ws, ok, e := b.str("workspace_id", false); e != nil {
+		return nil, e
+	} else if ok && ws != se.WorkspaceID {
+		return nil, badRequest("workspace_id", "workspace_id %s does not own session %s (its workspace is %s)", ws, se.ID, se.WorkspaceID)
+	}
+	in, _, e := b.object("input", true)
+	if e != nil {
+		return nil, e
+	}
+	if in.has("role") || in.has("parts") {
+		if _, _, _, e := messageInput(in); e != nil {
+			return nil, e
+		}
+	}
+	persona, e := s.optionalPersona(b)
+	if e != nil {
+		return nil, e
+	}
+	if persona == nil {
+		persona = se.PersonaID
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	var sc *scenario.Scenario
+	if v, ok := meta[scenario.Key]; ok {
+		var err error
+		if sc, err = scenario.Parse(v); err != nil {
+			var se *scenario.Error
+			if errors.As(err, &se) {
+				return nil, badRequest(se.Param, "%s", err.Error())
+			}
+			return nil, badRequest("metadata."+scenario.Key, "%v", err)
+		}
+	}
+	if se.State == "CLOSED" {
+		return nil, conflict("session %s is CLOSED; tasks cannot be submitted", se.ID)
+	}
+	t := &Task{Envelope: s.envelope("task", "task", meta), SessionID: se.ID, WorkspaceID: se.WorkspaceID,
+		Status: StatusSubmitted, Input: in.m, CreatedBy: c.actor, PersonaID: persona, AssignedAgentID: ptr(agentActor)}
+	for _, f := range []struct {
+		name string
+		dst  **string
+	}{{"branch_id", &t.BranchID}, {"parent_task_id", &t.ParentTaskID}} {
+		if v, ok, e := b.str(f.name, false); e != nil {
+			return nil, e
+		} else if ok {
+			*f.dst = ptr(v)
+		}
+	}
+	ev := s.newEvent("task.submitted", Pointer{"task", t.ID}, map[string]any{"status": StatusSubmitted}, t.WorkspaceID, t.SessionID, t.ID, c.actor)
+	if c.idem != "" {
+		ev.IdempotencyKey = ptr(c.idem)
+	}
+	rn := s.newRunnerLocked(t.ID)
+	return &result{status: http.StatusAccepted, body: t, c: &commit{Puts: []put{{Task: t}}, Events: []*Event{ev}},
+		after: func() { s.startWorker(t.ID, sc, rn) }}, nil
+}
+
+// ---- cancel ----
+
+func (s *Server) cancelTask(c *call) (*result, *apiError) {
+	old, ok := s.st.tasks.get(c.params[0])
+	if !ok {
+		return nil, notFound("task", c.params[0])
+	}
+	reason, _, e := c.body.str("reason", false)
+	if e != nil {
+		return nil, e
+	}
+	if Terminal(old.Status) && !(s.opts.Faults.Has(FaultTerminalTaskMutable) && old.Status != StatusCanceled) {
+		msg := fmt.Sprintf("task %s is %s; a terminal task cannot be canceled", old.ID, old.Status)
+		if s.opts.Variants.Has(VariantCancelTerminalConflict) {
+			return nil, conflict("%s", msg)
+		}
+		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_state_transition", Message: msg,
+			Details: map[string]any{"status": old.Status}}
+	}
+	now := s.now()
+	t := *old
+	t.Status, t.CanceledAt, t.UpdatedAt = StatusCanceled, ptr(now), now
+	if s.opts.Faults.Has(FaultCanceledHasCompletedAt) {
+		t.CompletedAt = ptr(now)
+	}
+	summary := "canceled"
+	if reason != "" {
+		summary = "canceled: " + reason
+	}
+	cm := &commit{Events: []*Event{
+		s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor),
+	}}
+	s.finishLocked(cm, &t, old.Status, "CANCELED", summary, nil, c.actor)
+	rn := s.runners[t.ID]
+	return &result{status: http.StatusOK, body: &t, c: cm, after: func() {
+		if rn != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
+			rn.cancel()
+		}
+	}}, nil
+}
+
+// finishLocked records a terminal transition of t (already copied and given
+// its new status) with its Outcome into cm.
+func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary string, failure *Failure, actor string) {
+	o := &Outcome{Envelope: s.envelope("outcome", "outcome", nil), TaskID: t.ID, Status: outcomeStatus, Summary: summary,
+		Artifacts: []*Artifact{}, Failure: failure}
+	if rn := s.runners[t.ID]; rn != nil {
+		o.Artifacts = append(o.Artifacts, rn.artifacts...)
+	}
+	t.OutcomeID = ptr(o.ID)
+	payload := map[string]any{"status": t.Status, "previous_status": from, "outcome_id": o.ID}
+	if failure != nil {
+		payload["failure"] = failure
+	}
+	cm.Puts = append(cm.Puts, put{Task: t}, put{Outcome: o})
+	cm.Events = append(cm.Events, s.newEvent(transitionEvent(from, t.Status), Pointer{"task", t.ID}, payload, t.WorkspaceID, t.SessionID, t.ID, actor))
+}
+
+// ---- task messages ----
+
+func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
+	t, ok := s.st.tasks.get(c.params[0])
+	if !ok {
+		return nil, notFound("task", c.params[0])
+	}
+	kind, _, e := c.body.enum("kind", true, "input", "interrupt", "tool_confirmation")
+	if e != nil {
+		return nil, e
+	}
+	mo, _, e := c.body.object("message", true)
+	if e != nil {
+		return nil, e
+	}
+	role, parts, meta, e := messageInput(mo)
+	if e != nil {
+		return nil, e
+	}
+	if Terminal(t.Status) {
+		return nil, conflict("task %s is %s; it takes no more messages", t.ID, t.Status)
+	}
+	rn := s.runners[t.ID]
+	if rn != nil && len(rn.inbox) >= maxInbox {
+		return nil, conflict("task %s has %d unconsumed messages; wait for it to consume them", t.ID, maxInbox)
+	}
+	se, ok := s.st.sessions.get(t.SessionID)
+	if !ok {
+		return nil, internal(fmt.Errorf("task %s names missing session %s", t.ID, t.SessionID))
+	}
+	cp := *se
+	cm := &commit{}
+	msg := s.appendMessage(cm, &cp, t.ID, role, parts, meta, c.actor)
+	cm.Puts = append(cm.Puts, put{Session: &cp})
+	evKind := map[string]string{"input": "user.input_submitted", "tool_confirmation": "user.tool_confirmation", "interrupt": "user.message"}[kind]
+	cm.Events = append(cm.Events, s.newEvent(evKind, Pointer{"task", t.ID}, map[string]any{"message_id": msg.ID, "kind": kind},
+		t.WorkspaceID, t.SessionID, t.ID, c.actor))
+	return &result{status: http.StatusCreated, body: msg, c: cm, after: func() {
+		if rn == nil {
+			return
+		}
+		s.mu.Lock()
+		rn.inbox = append(rn.inbox, msg)
+		rn.kinds = append(rn.kinds, kind)
+		s.mu.Unlock()
+		select {
+		case rn.signal <- struct{}{}:
+		default:
+		}
+	}}, nil
+}
+
+// ---- the worker ----
+
+func (s *Server) newRunnerLocked(id string) *runner {
+	rn := &runner{signal: make(chan struct{}, 1), cancel: func() {}}
+	s.runners[id] = rn
+	return rn
+}
+
+// startWorker runs the task's scenario (or the echo agent) in a goroutine.
+func (s *Server) startWorker(id string, sc *scenario.Scenario, rn *runner) {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	rn.cancel = cancel
+	t, ok := s.st.tasks.get(id)
+	if !ok || Terminal(t.Status) { // canceled before the worker started
+		delete(s.runners, id)
+		s.mu.Unlock()
+		cancel()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		s.run(ctx, id, sc, rn)
+		s.mu.Lock()
+		if s.runners[id] == rn {
+			delete(s.runners, id)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *runner) {
+	steps := defaultSteps(s.taskInput(id))
+	if sc != nil {
+		steps = sc.Steps
+	}
+	if !s.opts.Faults.Has(FaultIllegalTransition) || !onlyTerminal(steps) {
+		if !s.move(ctx, id, StatusWorking, nil, nil) {
+			return
+		}
+	}
+	for _, st := range steps {
+		if !s.step(ctx, id, st, rn) {
+			return
+		}
+		if st.Terminal() {
+			return
+		}
+	}
+	s.step(ctx, id, scenario.Step{Op: scenario.OpComplete, Summary: "scenario completed"}, rn)
+}
+
+func onlyTerminal(steps []scenario.Step) bool {
+	for _, st := range steps {
+		if st.Op != scenario.OpEmit && !st.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// defaultSteps is the echo agent: one agent message repeating the input, then COMPLETED.
+func defaultSteps(text string) []scenario.Step {
+	return []scenario.Step{
+		{Op: scenario.OpEmit, Count: 1, Text: "echo: " + text},
+		{Op: scenario.OpComplete, Summary: "echo: " + text},
+	}
+}
+
+// taskInput renders a task's input as text for the echo agent.
+func (s *Server) taskInput(id string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.st.tasks.get(id)
+	if !ok {
+		return ""
+	}
+	m, _ := t.Input.(map[string]any)
+	if parts, ok := m["parts"].([]any); ok {
+		var texts []string
+		for _, p := range parts {
+			if pm, ok := p.(map[string]any); ok {
+				if txt, ok := pm["text"].(string); ok {
+					texts = append(texts, txt)
+				}
+			}
+		}
+		return strings.Join(texts, " ")
+	}
+	if txt, ok := m["text"].(string); ok {
+		return txt
+	}
+	b, _ := json.Marshal(t.Input)
+	return string(b)
+}
+
+// step executes one scenario step; false means stop (task terminal, canceled or server closing).
+func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
+	switch st.Op {
+	case scenario.OpWork:
+		return sleep(ctx, time.Duration(st.MS)*time.Millisecond)
+	case scenario.OpEmit:
+		for i := 0; i < st.Count; i++ {
+			if i > 0 && !sleep(ctx, time.Duration(st.IntervalMS)*time.Millisecond) {
+				return false
+			}
+			text := st.Text
+			if text == "" {
+				text = fmt.Sprintf("event %d of %d", i+1, st.Count)
+			}
+			if !s.emit(ctx, id, i, st.Count, text) {
+				return false
+			}
+		}
+		return true
+	case scenario.OpArtifact:
+		return s.produceArtifact(ctx, id, st, rn)
+	case scenario.OpInputRequired:
+		if !s.move(ctx, id, StatusInputRequired, map[string]any{"prompt": nullable(st.Prompt)}, nil) {
+			return false
+		}
+		if _, ok := s.await(ctx, rn, "input"); !ok {
+			return false
+		}
+		return s.move(ctx, id, StatusWorking, nil, nil)
+	case scenario.OpAuthRequired:
+		if !s.move(ctx, id, StatusAuthRequired, map[string]any{"reason": nullable(st.Reason)}, nil) {
+			return false
+		}
+		if _, ok := s.await(ctx, rn, "tool_confirmation"); !ok {
+			return false
+		}
+		return s.move(ctx, id, StatusWorking, nil, nil)
+	case scenario.OpToolApproval:
+		return s.toolApproval(ctx, id, st, rn)
+	case scenario.OpComplete:
+		summary := st.Summary
+		if summary == "" {
+			summary = "completed"
+		}
+		return s.move(ctx, id, StatusCompleted, nil, &Failure{Message: summary})
+	case scenario.OpFail:
+		msg := st.Message
+		if msg == "" {
+			msg = "scenario failure"
+		}
+		return s.move(ctx, id, StatusFailed, nil, &Failure{Code: st.Code, Message: msg})
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// await blocks until a task message of kind arrives.
+func (s *Server) await(ctx context.Context, rn *runner, kind string) (*Message, bool) {
+	for {
+		s.mu.Lock()
+		for i, k := range rn.kinds {
+			if k == kind {
+				m := rn.inbox[i]
+				rn.inbox = append(rn.inbox[:i:i], rn.inbox[i+1:]...)
+				rn.kinds = append(rn.kinds[:i:i], rn.kinds[i+1:]...)
+				s.mu.Unlock()
+				return m, true
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-rn.signal:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// move records a transition of task id to status `to`. For terminal statuses
+// fin carries the outcome summary (Message) or the failure (Code set).
+// extra events are committed before the task event.
+func (s *Server) move(ctx context.Context, id, to string, payload map[string]any, fin *Failure, extra ...*Event) bool {
+	s.mu.Lock()
+	old, ok := s.st.tasks.get(id)
+	if !ok || ctx.Err() != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
+		s.mu.Unlock()
+		return false
+	}
+	overwrite := s.opts.Faults.Has(FaultCompletedAfterCancel) && old.Status == StatusCanceled && to == StatusCompleted
+	if Terminal(old.Status) && !overwrite {
+		s.mu.Unlock()
+		return false
+	}
+	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) {
+		s.mu.Unlock()
+		panic(fmt.Sprintf("refharness: worker attempted illegal transition %s -> %s", old.Status, to))
+	}
+	now := s.now()
+	t := *old
+	t.Status, t.UpdatedAt = to, now
+	cm := &commit{Events: extra}
+	switch to {
+	case StatusWorking:
+		if t.StartedAt == nil {
+			t.StartedAt = ptr(now)
+		}
+		if s.opts.Faults.Has(FaultSkipTransitionEvent) && old.Status == StatusSubmitted {
+			cm.Puts = append(cm.Puts, put{Task: &t})
+			break
+		}
+		fallthrough
+	case StatusInputRequired, StatusAuthRequired:
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		payload["status"], payload["previous_status"] = to, old.Status
+		cm.Puts = append(cm.Puts, put{Task: &t})
+		cm.Events = append(cm.Events, s.newEvent(transitionEvent(old.Status, to), Pointer{"task", id}, payload, t.WorkspaceID, t.SessionID, id, agentActor))
+	case StatusCompleted:
+		t.CompletedAt = ptr(now)
+		outcome := "SUCCEEDED"
+		s.finishLocked(cm, &t, old.Status, outcome, fin.Message, nil, agentActor)
+	case StatusFailed:
+		t.CompletedAt = ptr(now)
+		t.Failure = &Failure{Code: fin.Code, Message: fin.Message}
+		s.finishLocked(cm, &t, old.Status, "FAILED", fin.Code+": "+fin.Message, t.Failure, agentActor)
+	}
+	seq, err := s.commitLocked(cm)
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}
+
+// emit appends one agent message to the task's session.
+func (s *Server) emit(ctx context.Context, id string, i, n int, text string) bool {
+	s.mu.Lock()
+	t, ok := s.st.tasks.get(id)
+	if ok && Terminal(t.Status) && s.opts.Faults.Has(FaultCompletedAfterCancel) {
+		s.mu.Unlock()
+		return true // the bug: keep going after cancel so completion can overwrite it
+	}
+	if !ok || Terminal(t.Status) || ctx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	se, ok := s.st.sessions.get(t.SessionID)
+	if !ok {
+		s.mu.Unlock()
+		return false
+	}
+	cp := *se
+	cm := &commit{}
+	msg := s.appendMessage(cm, &cp, id, "agent", []map[string]any{{"type": "text", "text": text, "visibility": "public"}}, nil, agentActor)
+	cm.Puts = append(cm.Puts, put{Session: &cp})
+	cm.Events = append(cm.Events, s.newEvent("agent.message", Pointer{"task", id},
+		map[string]any{"message_id": msg.ID, "text": text, "index": i, "count": n}, t.WorkspaceID, t.SessionID, id, agentActor))
+	seq, err := s.commitLocked(cm)
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}
+
+func (s *Server) produceArtifact(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
+	kind, mime := st.Kind, st.MimeType
+	if kind == "" {
+		kind = "log"
+	}
+	if mime == "" {
+		mime = "text/plain"
+	}
+	content := []byte(st.Content)
+	s.mu.Lock()
+	t, ok := s.st.tasks.get(id)
+	if !ok || Terminal(t.Status) || ctx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	meta := map[string]any{}
+	if st.Name != "" {
+		meta["name"] = st.Name
+	}
+	sum := sha256hex(content)
+	a := &Artifact{Envelope: s.envelope("artifact", "artifact", meta), Kind: kind, MimeType: mime, Visibility: "public",
+		SHA256: ptr(sum), SizeBytes: ptr(int64(len(content))), WorkspaceID: ptr(t.WorkspaceID), SessionID: ptr(t.SessionID), TaskID: ptr(id)}
+	cm := &commit{Puts: []put{{Artifact: a}}, Blobs: map[string][]byte{a.ID: content},
+		Events: []*Event{s.newEvent("artifact.created", Pointer{"artifact", a.ID}, map[string]any{"kind": kind, "sha256": sum}, t.WorkspaceID, t.SessionID, id, agentActor)}}
+	rn.artifacts = append(rn.artifacts, a)
+	seq, err := s.commitLocked(cm)
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}
+
+func (s *Server) toolApproval(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
+	tool := st.Tool
+	if tool == "" {
+		tool = "conform.noop"
+	}
+	input := st.Input
+	if input == nil {
+		input = map[string]any{}
+	}
+	callID := s.ids.NewID("toolcall")
+	s.mu.RLock()
+	t, ok := s.st.tasks.get(id)
+	s.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	ev := func(kind string, p map[string]any) *Event {
+		p["tool_call_id"], p["name"] = callID, tool
+		return s.newEvent(kind, Pointer{"task", id}, p, t.WorkspaceID, t.SessionID, id, agentActor)
+	}
+	if !s.move(ctx, id, StatusAuthRequired, map[string]any{"reason": "tool_approval", "tool_call_id": callID, "name": tool}, nil,
+		ev("tool.requested", map[string]any{"input": input}), ev("tool.approval_required", map[string]any{})) {
+		return false
+	}
+	msg, ok := s.await(ctx, rn, "tool_confirmation")
+	if !ok {
+		return false
+	}
+	if denied(msg) {
+		return s.move(ctx, id, StatusWorking, nil, nil, ev("tool.denied", map[string]any{"message_id": msg.ID}))
+	}
+	return s.move(ctx, id, StatusWorking, nil, nil,
+		ev("tool.approved", map[string]any{"message_id": msg.ID}),
+		ev("tool.completed", map[string]any{"output": map[string]any{"ok": true}, "status": "ok"}))
+}
+
+// denied reads a tool confirmation: a text part "deny", or a json part whose
+// value has "decision": "deny" or "approved": false. Anything else approves.
+func denied(m *Message) bool {
+	for _, p := range m.Parts {
+		if txt, ok := p["text"].(string); ok && strings.EqualFold(strings.TrimSpace(txt), "deny") {
+			return true
+		}
+		if v, ok := p["value"].(map[string]any); ok {
+			if d, _ := v["decision"].(string); strings.EqualFold(d, "deny") {
+				return true
+			}
+			if a, ok := v["approved"].(bool); ok && !a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// recover brings tasks left running by a previous process to states the spec
+// allows after a crash: SUBMITTED tasks are run again; tasks that were
+// WORKING or blocked become FAILED (their in-memory progress is gone).
+func (s *Server) recover() error {
+	s.mu.Lock()
+	var resume []string
+	var cm commit
+	for _, r := range s.st.tasks.order {
+		t := r.v
+		switch t.Status {
+		case StatusSubmitted:
+			resume = append(resume, t.ID)
+		case StatusWorking, StatusInputRequired, StatusAuthRequired:
+			cp := *t
+			now := s.now()
+			cp.Status, cp.UpdatedAt, cp.CompletedAt = StatusFailed, now, ptr(now)
+			cp.Failure = &Failure{Code: "harness_restarted", Message: fmt.Sprintf("the harness restarted while the task was %s", t.Status)}
+			s.finishLocked(&cm, &cp, t.Status, "FAILED", "harness restarted", cp.Failure, agentActor)
+		}
+	}
+	var seq uint64
+	var err error
+	if len(cm.Puts) > 0 {
+		seq, err = s.commitLocked(&cm)
+	}
+	runners := map[string]*runner{}
+	for _, id := range resume {
+		runners[id] = s.newRunnerLocked(id)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.wait(seq); err != nil {
+		return err
+	}
+	for _, id := range resume {
+		s.mu.RLock()
+		t, _ := s.st.tasks.get(id)
+		s.mu.RUnlock()
+		var sc *scenario.Scenario
+		if v, ok := t.Metadata[scenario.Key]; ok {
+			sc, _ = scenario.Parse(v) // validated at submit
+		}
+		s.startWorker(id, sc, runners[id])
+	}
+	return nil
+}
