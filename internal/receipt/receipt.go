@@ -17,17 +17,16 @@ import (
 
 // Finding classes: stable tags that tests, reports and fixtures match on.
 const (
-	ClassJSONInvalid          = "json_invalid"          // not a JSON object JCS accepts
-	ClassSchemaInvalid        = "schema_invalid"        // breaks the receipt-2026-04-25 schema
-	ClassHashMissing          = "hash_missing"          // no chain.receipt_hash
-	ClassHashPattern          = "hash_pattern"          // receipt_hash is not sha256:<64 lowercase hex>
-	ClassHashMismatch         = "hash_mismatch"         // stored hash differs from the computed one
-	ClassChainBroken          = "chain_broken"          // previous_receipt_hash is not the prior receipt's hash
-	ClassMerkleMismatch       = "merkle_mismatch"       // chain.merkle_root is not the given batch root
-	ClassSignatureInvalid     = "signature_invalid"     // a signature does not verify
-	ClassKeyUnknown           = "key_unknown"           // a signature names a key id the key set lacks
-	ClassAlgorithmUnsupported = "algorithm_unsupported" // a signature or key uses an algorithm we cannot check
-	ClassSecretMaterial       = "secret_material"       // a credential or private key is present
+	ClassJSONInvalid      = "json_invalid"      // not a JSON object JCS accepts
+	ClassSchemaInvalid    = "schema_invalid"    // breaks the receipt-2026-04-25 schema
+	ClassHashMissing      = "hash_missing"      // no chain.receipt_hash
+	ClassHashPattern      = "hash_pattern"      // receipt_hash is not sha256:<64 lowercase hex>
+	ClassHashMismatch     = "hash_mismatch"     // stored hash differs from the computed one
+	ClassChainBroken      = "chain_broken"      // previous_receipt_hash is not the prior receipt's hash
+	ClassMerkleMismatch   = "merkle_mismatch"   // chain.merkle_root is not the given batch root
+	ClassSignatureInvalid = "signature_invalid" // a signature does not verify
+	ClassKeyUnknown       = "key_unknown"       // a signature names a key id the key set lacks
+	ClassSecretMaterial   = "secret_material"   // a credential or private key is present
 )
 
 // Step names, in the order Verify runs them.
@@ -247,8 +246,9 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		return
 	}
 	var (
-		failures []Finding
-		oks      []string
+		failures  []Finding
+		oks       []string
+		unchecked []string
 	)
 	bad := func(class, msg string) {
 		failures = append(failures, Finding{Class: class, Step: StepSignatures, Message: msg})
@@ -265,7 +265,9 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		value, _ := m["signature"].(string)
 		alg, supported := canonicalAlgorithm(algName)
 		if !supported {
-			bad(ClassAlgorithmUnsupported, fmt.Sprintf("%s: algorithm %s is not supported (want %s)", at, quote(algName), Ed25519))
+			// The spec fixes no algorithm set: a signature we cannot check
+			// is reported, not held against the receipt.
+			unchecked = append(unchecked, fmt.Sprintf("%s: algorithm %s not checked (this verifier implements %s)", at, quote(algName), Ed25519))
 			continue
 		}
 		key, found := keys.Lookup(id)
@@ -274,7 +276,7 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 			continue
 		}
 		if key.Algorithm != alg {
-			bad(ClassAlgorithmUnsupported, fmt.Sprintf("%s: key %s is a %s key, the signature says %s", at, quote(id), quote(key.Algorithm), quote(algName)))
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: the key directory lists %s as a %s key, the signature says %s", at, quote(id), quote(key.Algorithm), quote(algName)))
 			continue
 		}
 		sig, err := decodeSignature(value)
@@ -298,7 +300,15 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		r.Findings = append(r.Findings, failures...)
 		return
 	}
-	r.pass(StepSignatures, fmt.Sprintf("%d signature(s) verify (%s)", len(oks), strings.Join(oks, ", ")))
+	if len(oks) == 0 {
+		r.skip(StepSignatures, strings.Join(unchecked, "; "))
+		return
+	}
+	detail := fmt.Sprintf("%d signature(s) verify (%s)", len(oks), strings.Join(oks, ", "))
+	if len(unchecked) > 0 {
+		detail += "; " + strings.Join(unchecked, "; ")
+	}
+	r.pass(StepSignatures, detail)
 }
 
 // misSigned is a debugging hint: it names the usual wrong choices of signed
