@@ -1,0 +1,156 @@
+package main
+
+// The suite tests itself: the reference Harness with one named fault must
+// fail exactly the requirements that fault breaks, and with a legal but
+// unusual variant it must still pass. Each case runs the real conform
+// binary (Ginkgo allows one RunSpecs per process) against an in-test
+// reference Harness mounted under a path prefix.
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
+)
+
+var conformBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "conform-bin-")
+	if err != nil {
+		panic(err)
+	}
+	conformBin = filepath.Join(dir, "conform")
+	out, err := exec.Command("go", "build", "-o", conformBin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testKey is the canary API key of self-check runs.
+const testKey = "sk-canary-selfcheck-5f3a9c"
+
+// harness starts a reference Harness under the /prefix path and returns its
+// base URL.
+func harness(t *testing.T, opts refharness.Options) string {
+	t.Helper()
+	opts.APIKeys = map[string]string{testKey: "actor_default"}
+	h, err := refharness.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/prefix/", http.StripPrefix("/prefix", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); h.Close() })
+	return srv.URL + "/prefix"
+}
+
+// runConform runs the binary and returns its exit code, console output and
+// parsed report (nil if it wrote none).
+func runConform(t *testing.T, args ...string) (int, string, *reports.Report, string) {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(conformBin, append(args, "--out", out)...)
+	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
+	b, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		return code, string(b), nil, out
+	}
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("conform.json does not parse: %v", err)
+	}
+	return code, string(b), &r, out
+}
+
+// verdicts returns the ids with the given verdict.
+func verdicts(r *reports.Report, v reports.Verdict) []string {
+	var ids []string
+	for _, q := range r.Requirements {
+		if q.Verdict == v {
+			ids = append(ids, q.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// faultCase says which requirements a fault must fail. Tolerated lists
+// requirements that the fault may also fail because they observe the same
+// broken behaviour from another side; anything else failing is a bug in the
+// suite (it blames the wrong requirement) or in the fault (it breaks more
+// than one thing).
+type faultCase struct {
+	Fault     refharness.Fault
+	Fails     []string
+	Tolerated []string
+}
+
+// assertFaultCaught runs the suite against a harness with the fault and
+// checks the failed set.
+func assertFaultCaught(t *testing.T, tc faultCase, levels string) {
+	t.Helper()
+	url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
+	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", levels)
+	if r == nil {
+		t.Fatalf("fault %s: no report; exit %d, output:\n%s", tc.Fault, code, console)
+	}
+	failed := verdicts(r, reports.Fail)
+	for _, id := range tc.Fails {
+		if !slices.Contains(failed, id) {
+			t.Errorf("fault %s: %s not reported as failed (failed: %v)\n%s", tc.Fault, id, failed, messages(r, tc.Fails))
+		}
+	}
+	for _, id := range failed {
+		if !slices.Contains(tc.Fails, id) && !slices.Contains(tc.Tolerated, id) {
+			t.Errorf("fault %s: unrelated requirement %s failed: %s", tc.Fault, id, messages(r, []string{id}))
+		}
+	}
+	if code != 1 {
+		t.Errorf("fault %s: exit code %d, want 1", tc.Fault, code)
+	}
+}
+
+// assertVariantPasses runs the suite against a legal-but-unusual harness.
+func assertVariantPasses(t *testing.T, v refharness.Variant, levels string) {
+	t.Helper()
+	url := harness(t, refharness.Options{Variants: refharness.Variants{v: true}})
+	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", levels)
+	if r == nil {
+		t.Fatalf("variant %s: no report; exit %d:\n%s", v, code, console)
+	}
+	if f := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(f) > 0 {
+		t.Errorf("variant %s is legal but the suite reports %v: %s", v, f, messages(r, f))
+	}
+}
+
+func messages(r *reports.Report, ids []string) string {
+	var b strings.Builder
+	for _, q := range r.Requirements {
+		if slices.Contains(ids, q.ID) {
+			b.WriteString("\n  " + q.ID + " [" + string(q.Verdict) + "]: " + q.Message)
+		}
+	}
+	return b.String()
+}
