@@ -173,7 +173,11 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		evs, more := s.st.eventsAfter(sel, after, sseBatch)
 		wake := s.notify
 		done := !more && sel.taskID != "" && s.taskOverLocked(sel.taskID, after, evs)
+		seq := s.lastSeq
 		s.mu.RUnlock()
+		if s.wait(seq) != nil {
+			return // the journal failed: end the stream rather than send undurable events
+		}
 		for _, e := range evs {
 			s.frame(&buf, e)
 			after = e.pos

@@ -567,7 +567,12 @@ func (s *Server) artifactContent(w http.ResponseWriter, c *call) {
 	s.mu.RLock()
 	a, ok := s.st.artifacts.get(c.params[0])
 	content, has := s.st.blobs[c.params[0]]
+	seq := s.lastSeq
 	s.mu.RUnlock()
+	if err := s.wait(seq); err != nil {
+		s.writeError(w, c.r, &apiError{Status: http.StatusServiceUnavailable, Code: "service_unavailable", Message: err.Error()})
+		return
+	}
 	if !ok {
 		s.writeError(w, c.r, notFound("artifact", c.params[0]))
 		return

@@ -137,7 +137,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, ac
 		case rt.get != nil:
 			s.mu.RLock()
 			v, e := rt.get(c)
+			seq := s.lastSeq
 			s.mu.RUnlock()
+			if err := s.wait(seq); err != nil {
+				e = &apiError{Status: http.StatusServiceUnavailable, Code: "service_unavailable", Message: err.Error()}
+			}
 			if e != nil {
 				s.writeError(w, r, e)
 				return

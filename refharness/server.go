@@ -37,8 +37,8 @@ type Server struct {
 	mu       sync.RWMutex
 	st       *state
 	jl       *journal.Journal // nil in memory mode
-	pending  []pendingVis     // commits appended but not yet durable (journal mode)
-	notify   chan struct{}    // closed and replaced whenever st.visible advances
+	lastSeq  uint64           // journal sequence of the latest commit
+	notify   chan struct{}    // closed and replaced whenever events are appended
 	closed   bool             // no more commits
 	stopping bool             // no more workers
 	runners  map[string]*runner
@@ -49,11 +49,6 @@ type Server struct {
 	wg     sync.WaitGroup
 	closeO sync.Once
 	errC   error
-}
-
-type pendingVis struct {
-	seq     uint64
-	nextPos uint64
 }
 
 const defaultMaxBody = 1 << 20
@@ -88,7 +83,7 @@ func New(opts Options) (*Server, error) {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("refharness: data dir: %w", err)
 		}
-		jl, err := journal.Open(filepath.Join(opts.DataDir, "events.journal"), s.replay, s.onSync)
+		jl, err := journal.Open(filepath.Join(opts.DataDir, "events.journal"), s.replay, nil)
 		if err != nil {
 			return nil, fmt.Errorf("refharness: %w", err)
 		}
@@ -120,36 +115,23 @@ func (s *Server) replay(_ uint64, rec []byte) error {
 	return s.st.apply(&c, s.opts.EventRetention)
 }
 
-// onSync runs on the journal's flusher after each fsync: it makes the events
-// of every durable commit visible to readers and streams.
-func (s *Server) onSync(seq uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	advanced := false
-	for len(s.pending) > 0 && s.pending[0].seq <= seq {
-		if s.pending[0].nextPos > s.st.visible {
-			s.st.visible = s.pending[0].nextPos
-			advanced = true
-		}
-		s.pending = s.pending[1:]
-	}
-	if advanced {
-		close(s.notify)
-		s.notify = make(chan struct{})
-	}
-}
-
 var errClosed = errors.New("refharness: server closed")
 
-// commitLocked assigns event ids and sequences, applies c and appends it to
-// the journal. The caller holds s.mu and must call s.wait(seq) after
-// releasing it, before acknowledging the write.
+// commitLocked assigns event ids and sequences, applies c to the projection
+// and appends it to the journal. The caller holds s.mu and must call
+// s.wait(seq) after releasing it, before acknowledging the write.
+//
+// The projection runs ahead of the disk by at most one group commit; every
+// read path therefore waits for s.lastSeq (taken under the lock) to be
+// durable before it answers, so no client ever sees state that a crash could
+// take back — in particular no event id that could be reused.
 func (s *Server) commitLocked(c *commit) (uint64, error) {
 	if s.closed {
 		return 0, errClosed
 	}
 	pos := s.st.nextPos
 	seqs := map[Pointer]int64{}
+	last := map[Pointer]string{}
 	for _, e := range c.Events {
 		e.ID = eventID(pos)
 		pos++
@@ -166,35 +148,32 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 		}
 		seqs[e.Resource] = n
 		e.Sequence = n
-		if prev, ok := s.st.lastEvent[e.Resource]; ok {
-			e.PreviousEventID = ptr(prev)
+		prev, ok := last[e.Resource]
+		if !ok {
+			prev, ok = s.st.lastEvent[e.Resource]
 		}
-	}
-	// Chain previous_event_id inside this commit too.
-	last := map[Pointer]string{}
-	for _, e := range c.Events {
-		if p, ok := last[e.Resource]; ok {
-			e.PreviousEventID = ptr(p)
+		if ok {
+			e.PreviousEventID = ptr(prev)
 		}
 		last[e.Resource] = e.ID
 	}
-	if s.jl == nil {
-		if err := s.st.apply(c, s.opts.EventRetention); err != nil {
+	var rec []byte
+	if s.jl != nil {
+		var err error
+		if rec, err = json.Marshal(c); err != nil {
 			return 0, err
 		}
-		if len(c.Events) > 0 {
-			s.st.visible = s.st.nextPos
-			close(s.notify)
-			s.notify = make(chan struct{})
-		}
-		return 0, nil
-	}
-	rec, err := json.Marshal(c)
-	if err != nil {
-		return 0, err
 	}
 	if err := s.st.apply(c, s.opts.EventRetention); err != nil {
 		return 0, err
+	}
+	s.st.visible = s.st.nextPos
+	if len(c.Events) > 0 {
+		close(s.notify)
+		s.notify = make(chan struct{})
+	}
+	if s.jl == nil {
+		return 0, nil
 	}
 	seq, err := s.jl.Append(rec)
 	if err != nil {
@@ -203,7 +182,7 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	if c.Idem != nil {
 		c.Idem.seq = seq
 	}
-	s.pending = append(s.pending, pendingVis{seq: seq, nextPos: s.st.nextPos})
+	s.lastSeq = seq
 	return seq, nil
 }
 
