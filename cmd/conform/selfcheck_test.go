@@ -7,6 +7,7 @@ package main
 // reference Harness mounted under a path prefix.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/reports"
@@ -64,7 +66,11 @@ func harness(t *testing.T, opts refharness.Options) string {
 func runConform(t *testing.T, args ...string) (int, string, *reports.Report, string) {
 	t.Helper()
 	out := t.TempDir()
-	cmd := exec.Command(conformBin, append(args, "--out", out)...)
+	// A hang guard, not a speed target: a run that does not end within this
+	// bound is a bug (every wait in the suite has its own timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, conformBin, append(args, "--out", out)...)
 	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
 	b, err := cmd.CombinedOutput()
 	code := 0
@@ -72,6 +78,12 @@ func runConform(t *testing.T, args ...string) (int, string, *reports.Report, str
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("conform %v hung; output so far:\n%s", args, b)
+	}
+	if strings.Contains(string(b), "panic:") || strings.Contains(string(b), "goroutine ") {
+		t.Errorf("conform %v panicked:\n%s", args, b)
 	}
 	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
 	if err != nil {
