@@ -11,11 +11,13 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
 	"gopkg.in/yaml.v3"
 )
 
@@ -383,6 +385,16 @@ func (c Config) Validate() error {
 			return fmt.Errorf("levels: unknown level %q (want claimed, all, or a list of core,extended,receipts,replay)", l)
 		}
 	}
+	for _, f := range c.Focus {
+		if _, err := regexp.Compile(f); err != nil {
+			return fmt.Errorf("focus: %q is not a regular expression: %v", f, err)
+		}
+	}
+	if c.LabelFilter != "" {
+		if _, err := types.ParseLabelFilter(c.LabelFilter); err != nil {
+			return fmt.Errorf("label_filter: %q is not a Ginkgo label filter: %v", c.LabelFilter, firstLine(err.Error()))
+		}
+	}
 	if strings.TrimSpace(c.Out) == "" {
 		return errors.New("out: empty report directory")
 	}
@@ -434,4 +446,9 @@ func (c Config) Environ() []string {
 		}
 	}
 	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }

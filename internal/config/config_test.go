@@ -76,6 +76,8 @@ func TestLoadErrorsNameTheField(t *testing.T) {
 		{Sources{Flags: map[string]string{"levels": "all,core"}}, "cannot be combined"},
 		{Sources{Flags: map[string]string{"max-body-bytes": "12"}}, "[1024, 1073741824]"},
 		{Sources{File: bad}, "unknown field \"colour\""},
+		{Sources{Flags: map[string]string{"focus": "("}}, "focus: \"(\" is not a regular expression"},
+		{Sources{Flags: map[string]string{"label-filter": "a &&"}}, "label_filter"},
 		{Sources{File: withKey}, "api_key is not accepted in a file"},
 		{Sources{File: garbage}, "not YAML or JSON"},
 		{Sources{File: filepath.Join(dir, "missing.yaml")}, "config file"},
