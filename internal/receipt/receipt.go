@@ -84,6 +84,19 @@ type Result struct {
 // Valid reports whether verification found nothing wrong.
 func (r Result) Valid() bool { return len(r.Findings) == 0 }
 
+// Err is the verdict as an error for checks that return errors: nil when
+// valid, otherwise every finding, one per line, with its class.
+func (r Result) Err() error {
+	if r.Valid() {
+		return nil
+	}
+	id := "receipt"
+	if r.ReceiptID != "" {
+		id = "receipt " + quote(r.ReceiptID)
+	}
+	return fmt.Errorf("%s is invalid (%d finding(s)):\n  %s", id, len(r.Findings), strings.ReplaceAll(joinFindings(r.Findings), "; ", "\n  "))
+}
+
 // Classes lists the distinct finding classes, in first-seen order.
 func (r Result) Classes() []string {
 	var out []string

@@ -207,14 +207,18 @@ func TestChainAndMerkle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := Verify(b, Options{Previous: "null"}); !r.Valid() {
+	if r := Verify(b, Options{Previous: "null"}); !r.Valid() || r.Err() != nil {
 		t.Errorf("chain start: %v", r.Findings)
 	}
 	if r := Verify(b, Options{Previous: h}); len(r.Classes()) != 1 || r.Classes()[0] != ClassChainBroken {
 		t.Errorf("wrong previous: %v", r.Findings)
 	}
-	if r := Verify(b, Options{MerkleRoot: h}); len(r.Classes()) != 1 || r.Classes()[0] != ClassMerkleMismatch {
+	r := Verify(b, Options{MerkleRoot: h})
+	if len(r.Classes()) != 1 || r.Classes()[0] != ClassMerkleMismatch {
 		t.Errorf("absent merkle_root: %v", r.Findings)
+	}
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "merkle_mismatch: chain.merkle_root is absent") || !strings.Contains(err.Error(), `"rcpt_conform_failed_0001"`) {
+		t.Errorf("Err() = %v", err)
 	}
 	// A chain whose first link is garbage cannot vouch for the second.
 	results := VerifyChain([][]byte{[]byte("nonsense"), b}, Options{})

@@ -128,6 +128,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 			stdins++
 		}
 	}
+	if cfg.keys == "-" {
+		stdins++
+	}
 	if stdins > 1 {
 		return nil, errors.New(`"-" (stdin) given more than once`)
 	}

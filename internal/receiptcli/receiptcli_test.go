@@ -72,6 +72,7 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"unreadable keys", []string{"verify", "--keys", filepath.Join(dir, "nokeys.json"), valid}, 2},
 		{"keys not a directory document", []string{"verify", "--keys", valid, signed}, 2},
 		{"stdin twice", []string{"verify", "-", "-"}, 2},
+		{"stdin for keys and receipt", []string{"verify", "--keys", "-", "-"}, 2},
 		{"help", []string{"verify", "-h"}, 0},
 	}
 	for _, c := range cases {
