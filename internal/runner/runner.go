@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
+	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
@@ -104,6 +107,10 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if env.Discovery.Error != "" {
 		fmt.Fprintf(console, "  discovery failed: %s\n", env.Redactor.String(env.Discovery.Error))
 	}
+	preflight := authPreflight(ctx, env)
+	if preflight != "" {
+		fmt.Fprintf(console, "  warning: %s\n", preflight)
+	}
 
 	var (
 		mu       sync.Mutex
@@ -136,7 +143,7 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		return ExitEngine, errors.New("the spec run produced no report (interrupted?)")
 	}
 	rep := reports.Build(reports.Input{
-		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: seed, Notes: notes(env, opts.Notes),
+		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: seed, Notes: notes(env, append(opts.Notes, preflight)),
 	}, captured)
 	if err := reports.WriteAll(cfg.Out, rep); err != nil {
 		return ExitEngine, err
@@ -167,9 +174,28 @@ func progressWord(sr SpecReport) string {
 
 // notes adds the informational findings a run makes outside the specs.
 func notes(env *target.Env, extra []string) []string {
-	out := append([]string{}, extra...)
+	var out []string
+	for _, n := range extra {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
 	if env.Discovery.Error != "" {
 		out = append(out, "discovery (GET /v1) failed: "+env.Discovery.Error)
 	}
 	return out
+}
+
+// authPreflight makes one authorized read so that a wrong or missing key is
+// named once up front, instead of being guessed from dozens of 401s. It is
+// a hint for the person reading, not a verdict.
+func authPreflight(ctx context.Context, env *target.Env) string {
+	if env.Config.APIKey == "" {
+		return "no API key configured (CONFORM_API_KEY or --api-key-file): authenticated checks will fail"
+	}
+	resp, err := env.Client.Do(ctx, client.Request{Path: "/v1/tasks", Query: url.Values{"limit": {"1"}}})
+	if err == nil && (resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden) {
+		return fmt.Sprintf("the configured API key was refused (GET /v1/tasks → %d): authenticated checks will fail", resp.Status)
+	}
+	return ""
 }
