@@ -3,59 +3,74 @@ package tape
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
-// wireLine is every field any line may carry. Pointers tell a missing field
-// from a zero value, so the decoder can name the field a producer forgot.
-// Fields a kind does not use are ignored, which lets a producer add fields
-// without breaking older readers (spec 003: only renames need a bump).
-type wireLine struct {
-	Type *string `json:"type"`
+// field names a key a line may carry.
+type field uint8
 
-	Version         *int64    `json:"version"`
-	HarnVersion     *string   `json:"harn_version"`
-	StartedAtUnixMs *int64    `json:"started_at_unix_ms"`
-	ScriptPath      *string   `json:"script_path"`
-	Argv            *[]string `json:"argv"`
+const (
+	fType field = iota
+	fVersion
+	fHarnVersion
+	fStartedAt
+	fScriptPath
+	fArgv
+	fSeq
+	fPhase
+	fVirtualTime
+	fMonotonic
+	fKind
+	fSource
+	fValueMs
+	fDurationMs
+	fRequestDigest
+	fResponse
+	fPath
+	fContentHash
+	fLenBytes
+	fProgram
+	fArgs
+	fCwd
+	fExitCode
+	fStdout
+	fStderr
+	fServer
+	fMethod
+	fResponseDigest
+	fLatencyMs
+	fRequestPayload
+	fResponsePayload
+	numFields
+)
 
-	Seq           *int64  `json:"seq"`
-	Phase         *string `json:"phase"`
-	VirtualTimeMs *int64  `json:"virtual_time_ms"`
-	MonotonicMs   *int64  `json:"monotonic_ms"`
-	Kind          *string `json:"kind"`
-
-	Source          *string      `json:"source"`
-	ValueMs         *int64       `json:"value_ms"`
-	DurationMs      *int64       `json:"duration_ms"`
-	RequestDigest   *string      `json:"request_digest"`
-	Response        *wirePayload `json:"response"`
-	Path            *string      `json:"path"`
-	ContentHash     *string      `json:"content_hash"`
-	LenBytes        *int64       `json:"len_bytes"`
-	Program         *string      `json:"program"`
-	Args            *[]string    `json:"args"`
-	Cwd             *string      `json:"cwd"`
-	ExitCode        *int64       `json:"exit_code"`
-	StdoutPayload   *wirePayload `json:"stdout_payload"`
-	StderrPayload   *wirePayload `json:"stderr_payload"`
-	Server          *string      `json:"server"`
-	Method          *string      `json:"method"`
-	ResponseDigest  *string      `json:"response_digest"`
-	LatencyMs       *int64       `json:"latency_ms"`
-	RequestPayload  *wirePayload `json:"request_payload"`
-	ResponsePayload *wirePayload `json:"response_payload"`
+var fieldNames = [numFields]string{
+	"type", "version", "harn_version", "started_at_unix_ms", "script_path", "argv",
+	"seq", "phase", "virtual_time_ms", "monotonic_ms", "kind",
+	"source", "value_ms", "duration_ms", "request_digest", "response", "path",
+	"content_hash", "len_bytes", "program", "args", "cwd", "exit_code",
+	"stdout_payload", "stderr_payload", "server", "method", "response_digest",
+	"latency_ms", "request_payload", "response_payload",
 }
 
-type wirePayload struct {
-	ContentHash *string `json:"content_hash"`
-	Text        *string `json:"text"`
-	LenBytes    *int64  `json:"len_bytes"`
+var fieldIDs = func() map[string]field {
+	m := make(map[string]field, numFields)
+	for i, n := range fieldNames {
+		m[n] = field(i)
+	}
+	return m
+}()
+
+// wireLine is one scanned line: where each known key's value sits. Values
+// are interpreted only once the kind is known, so a field this version
+// knows, reused with another type by a newer kind, does not break loading
+// that kind as unknown. A null value counts as absent.
+type wireLine struct {
+	line []byte
+	span [numFields]struct{ start, end int }
 }
 
 // envelope names the fields every record carries; an unknown kind keeps
@@ -65,17 +80,7 @@ var envelope = map[string]bool{
 	"monotonic_ms": true, "kind": true,
 }
 
-// isEnvelope matches the way encoding/json matches keys to struct fields
-// (case-insensitively), so a field kept for an unknown kind can never
-// shadow an envelope field when the record is read back.
-func isEnvelope(k string) bool {
-	for e := range envelope {
-		if strings.EqualFold(e, k) {
-			return true
-		}
-	}
-	return false
-}
+func isEnvelope(k string) bool { return envelope[k] }
 
 // fieldError is a decoding problem with one line; the reader adds the name
 // and line number.
@@ -87,25 +92,121 @@ func badf(format string, args ...any) error {
 	return &fieldError{fmt.Sprintf(format, args...)}
 }
 
-// decodeLine parses one line into w. It reports JSON syntax and type errors
-// as fieldErrors.
+// decodeLine checks that line is one JSON object and records where each
+// known key's value is. A repeated key keeps its last value.
 func decodeLine(line []byte, w *wireLine) error {
-	*w = wireLine{}
-	if err := json.Unmarshal(line, w); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return badf("not valid JSON: %v", err)
+	w.line = line
+	w.span = [numFields]struct{ start, end int }{}
+	s := scanner{b: line}
+	if s.peek() != '{' {
+		return badf("not valid JSON: want an object")
+	}
+	err := s.object(func(key []byte) error {
+		f, known := fieldIDs[string(key)]
+		s.ws()
+		start := s.i
+		isNull := s.null()
+		if !isNull {
+			if err := s.skip(0); err != nil {
+				return err
+			}
 		}
-		return badf("%v", err)
+		if known {
+			if isNull {
+				w.span[f].start, w.span[f].end = 0, 0
+			} else {
+				w.span[f].start, w.span[f].end = start, s.i
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return badf("not valid JSON: %v", err)
 	}
 	return nil
 }
 
+func (w *wireLine) has(f field) bool { return w.span[f].end > 0 }
+
+func (w *wireLine) sub(f field) *scanner {
+	return &scanner{b: w.line[:w.span[f].end], i: w.span[f].start}
+}
+
+func (w *wireLine) str(kind string, f field) (string, error) {
+	if !w.has(f) {
+		return "", badf("%s: missing field %q", kind, fieldNames[f])
+	}
+	sc := w.sub(f)
+	if sc.peek() != '"' {
+		return "", badf("%s: %s: want a string", kind, fieldNames[f])
+	}
+	return sc.str()
+}
+
+// optStr is str for a field that may be absent or null.
+func (w *wireLine) optStr(kind string, f field) (string, error) {
+	if !w.has(f) {
+		return "", nil
+	}
+	return w.str(kind, f)
+}
+
+func (w *wireLine) int(kind string, f field) (int64, error) {
+	if !w.has(f) {
+		return 0, badf("%s: missing field %q", kind, fieldNames[f])
+	}
+	v, err := w.sub(f).int(fieldNames[f])
+	if err != nil {
+		return 0, badf("%s: %v", kind, err)
+	}
+	return v, nil
+}
+
+func (w *wireLine) nonNegative(kind string, f field) (int64, error) {
+	v, err := w.int(kind, f)
+	if err == nil && v < 0 {
+		err = badf("%s: %s = %d, want >= 0", kind, fieldNames[f], v)
+	}
+	return v, err
+}
+
+func (w *wireLine) strs(kind string, f field) ([]string, error) {
+	if !w.has(f) {
+		return nil, nil
+	}
+	v, err := w.sub(f).strings(fieldNames[f])
+	if err != nil {
+		return nil, badf("%s: %v", kind, err)
+	}
+	if len(v) == 0 {
+		return nil, nil // absent and empty read the same
+	}
+	return v, nil
+}
+
+func (w *wireLine) hash(kind string, f field) (string, error) {
+	v, err := w.str(kind, f)
+	if err != nil {
+		return "", err
+	}
+	if err := checkHash(v); err != nil {
+		return "", badf("%s: %v", kind, err)
+	}
+	return v, nil
+}
+
 func lineType(w *wireLine) string {
-	if w.Type == nil {
+	if !w.has(fType) {
 		return ""
 	}
-	return *w.Type
+	t, err := w.str("line", fType)
+	if err != nil {
+		return ""
+	}
+	return t
 }
 
 // headerFrom checks a decoded header line. The version is checked first:
@@ -116,10 +217,11 @@ func headerFrom(w *wireLine) (Header, error) {
 	if lineType(w) != "header" {
 		return h, badf("first line has type %q, want \"header\"", lineType(w))
 	}
-	if w.Version == nil {
-		return h, badf("header: missing field \"version\"")
+	v, err := w.int("header", fVersion)
+	if err != nil {
+		return h, err
 	}
-	h.Version = *w.Version
+	h.Version = v
 	if h.Version < 1 {
 		return h, badf("header: version = %d, want >= 1", h.Version)
 	}
@@ -129,59 +231,67 @@ func headerFrom(w *wireLine) (Header, error) {
 	// harn_version, started_at_unix_ms and script_path may be null or absent:
 	// the upstream producer writes null when a run used the real clock or
 	// had no script path.
-	if w.HarnVersion != nil {
-		h.HarnVersion = *w.HarnVersion
+	if h.HarnVersion, err = w.optStr("header", fHarnVersion); err != nil {
+		return h, err
 	}
-	if w.StartedAtUnixMs != nil {
-		h.StartedAtUnixMs = *w.StartedAtUnixMs
+	if w.has(fStartedAt) {
+		if h.StartedAtUnixMs, err = w.int("header", fStartedAt); err != nil {
+			return h, err
+		}
 	}
-	if w.ScriptPath != nil {
-		h.ScriptPath = *w.ScriptPath
+	if h.ScriptPath, err = w.optStr("header", fScriptPath); err != nil {
+		return h, err
 	}
-	if w.Argv != nil && len(*w.Argv) > 0 {
-		h.Argv = *w.Argv
+	if h.Argv, err = w.strs("header", fArgv); err != nil {
+		return h, err
 	}
 	return h, nil
 }
 
-// recordFrom builds a Record from a decoded record line. line is the raw
-// text, needed only to keep the fields of an unknown kind.
-func recordFrom(w *wireLine, line []byte) (Record, error) {
+// recordFrom builds a Record from a decoded record line.
+func recordFrom(w *wireLine) (Record, error) {
 	var r Record
 	if t := lineType(w); t != "record" {
 		if t == "header" {
 			return r, badf("second header line; a tape has exactly one header")
 		}
-		return r, badf("type = %q, want \"record\"", t)
+		if w.has(fType) && t == "" {
+			if _, err := w.str("line", fType); err != nil {
+				return r, err
+			}
+		}
+		return r, badf("type = %q, want \"record\"", clip(t))
 	}
-	if err := need(w.Seq, "record", "seq"); err != nil {
+	var err error
+	if r.Seq, err = w.nonNegative("record", fSeq); err != nil {
 		return r, err
 	}
-	if err := need(w.VirtualTimeMs, "record", "virtual_time_ms"); err != nil {
+	if r.VirtualTimeMs, err = w.int("record", fVirtualTime); err != nil {
 		return r, err
 	}
-	if err := need(w.MonotonicMs, "record", "monotonic_ms"); err != nil {
+	if r.MonotonicMs, err = w.int("record", fMonotonic); err != nil {
 		return r, err
 	}
-	if err := need(w.Kind, "record", "kind"); err != nil {
+	kind, err := w.str("record", fKind)
+	if err != nil {
 		return r, err
-	}
-	r.Seq, r.VirtualTimeMs, r.MonotonicMs = *w.Seq, *w.VirtualTimeMs, *w.MonotonicMs
-	if r.Seq < 0 {
-		return r, badf("seq = %d, want >= 0", r.Seq)
 	}
 	// A missing phase means user_script: the upstream producer defaults it,
 	// and tapes written before phases existed have none.
 	r.Phase = PhaseUserScript
-	if w.Phase != nil {
-		switch p := Phase(*w.Phase); p {
+	if w.has(fPhase) {
+		p, err := w.str("record", fPhase)
+		if err != nil {
+			return r, err
+		}
+		switch Phase(p) {
 		case PhaseUserScript, PhaseRuntimeFinalize:
-			r.Phase = p
+			r.Phase = Phase(p)
 		default:
-			return r, badf("phase = %q, want %q or %q", clip(*w.Phase), PhaseUserScript, PhaseRuntimeFinalize)
+			return r, badf("phase = %q, want %q or %q", clip(p), PhaseUserScript, PhaseRuntimeFinalize)
 		}
 	}
-	body, err := bodyFrom(w, line)
+	body, err := bodyFrom(w, kind)
 	if err != nil {
 		return r, err
 	}
@@ -189,126 +299,120 @@ func recordFrom(w *wireLine, line []byte) (Record, error) {
 	return r, nil
 }
 
-func bodyFrom(w *wireLine, line []byte) (Body, error) {
-	kind := *w.Kind
+func bodyFrom(w *wireLine, kind string) (Body, error) {
 	switch Kind(kind) {
 	case KindClockRead:
-		if err := need(w.Source, kind, "source"); err != nil {
+		src, err := w.str(kind, fSource)
+		if err != nil {
 			return nil, err
 		}
-		if err := need(w.ValueMs, kind, "value_ms"); err != nil {
+		if ClockSource(src) != SourceWall && ClockSource(src) != SourceMonotonic {
+			return nil, badf("clock_read: source = %q, want %q or %q", clip(src), SourceWall, SourceMonotonic)
+		}
+		v, err := w.int(kind, fValueMs)
+		if err != nil {
 			return nil, err
 		}
-		src := ClockSource(*w.Source)
-		if src != SourceWall && src != SourceMonotonic {
-			return nil, badf("clock_read: source = %q, want %q or %q", clip(*w.Source), SourceWall, SourceMonotonic)
-		}
-		return &ClockRead{Source: src, ValueMs: *w.ValueMs}, nil
+		return &ClockRead{Source: ClockSource(src), ValueMs: v}, nil
 	case KindClockSleep:
-		d, err := nonNegative(w.DurationMs, kind, "duration_ms")
+		d, err := w.nonNegative(kind, fDurationMs)
 		if err != nil {
 			return nil, err
 		}
 		return &ClockSleep{DurationMs: d}, nil
 	case KindLLMCall:
-		if err := need(w.RequestDigest, kind, "request_digest"); err != nil {
-			return nil, err
-		}
-		resp, err := payloadFrom(w.Response, kind, "response")
+		req, err := w.str(kind, fRequestDigest)
 		if err != nil {
 			return nil, err
 		}
-		return &LLMCall{RequestDigest: *w.RequestDigest, Response: resp}, nil
+		resp, err := w.payload(kind, fResponse)
+		if err != nil {
+			return nil, err
+		}
+		return &LLMCall{RequestDigest: req, Response: resp}, nil
 	case KindFileRead, KindFileWrite:
-		if err := need(w.Path, kind, "path"); err != nil {
+		path, err := w.str(kind, fPath)
+		if err != nil {
 			return nil, err
 		}
-		if err := need(w.ContentHash, kind, "content_hash"); err != nil {
+		h, err := w.hash(kind, fContentHash)
+		if err != nil {
 			return nil, err
 		}
-		if err := checkHash(*w.ContentHash); err != nil {
-			return nil, badf("%s: %v", kind, err)
-		}
-		n, err := nonNegative(w.LenBytes, kind, "len_bytes")
+		n, err := w.nonNegative(kind, fLenBytes)
 		if err != nil {
 			return nil, err
 		}
 		if Kind(kind) == KindFileRead {
-			return &FileRead{Path: *w.Path, ContentHash: *w.ContentHash, LenBytes: n}, nil
+			return &FileRead{Path: path, ContentHash: h, LenBytes: n}, nil
 		}
-		return &FileWrite{Path: *w.Path, ContentHash: *w.ContentHash, LenBytes: n}, nil
+		return &FileWrite{Path: path, ContentHash: h, LenBytes: n}, nil
 	case KindFileDelete:
-		if err := need(w.Path, kind, "path"); err != nil {
+		path, err := w.str(kind, fPath)
+		if err != nil {
 			return nil, err
 		}
-		return &FileDelete{Path: *w.Path}, nil
+		return &FileDelete{Path: path}, nil
 	case KindProcessSpawn:
 		return processFrom(w)
 	case KindMCPCall:
 		return mcpFrom(w)
 	}
-	return unknownFrom(kind, line)
+	return unknownFrom(kind, w.line)
 }
 
 func processFrom(w *wireLine) (Body, error) {
 	const kind = "process_spawn"
-	if err := need(w.Program, kind, "program"); err != nil {
+	var p ProcessSpawn
+	var err error
+	if p.Program, err = w.str(kind, fProgram); err != nil {
 		return nil, err
 	}
-	if err := need(w.ExitCode, kind, "exit_code"); err != nil {
-		return nil, err
-	}
-	d, err := nonNegative(w.DurationMs, kind, "duration_ms")
-	if err != nil {
-		return nil, err
-	}
-	out, err := payloadFrom(w.StdoutPayload, kind, "stdout_payload")
-	if err != nil {
-		return nil, err
-	}
-	errp, err := payloadFrom(w.StderrPayload, kind, "stderr_payload")
-	if err != nil {
-		return nil, err
-	}
-	p := &ProcessSpawn{Program: *w.Program, ExitCode: *w.ExitCode, DurationMs: d, Stdout: out, Stderr: errp}
 	// args may be absent for a program run without arguments, and cwd is
 	// null upstream when the sandbox default was used.
-	if w.Args != nil && len(*w.Args) > 0 {
-		p.Args = *w.Args
+	if p.Args, err = w.strs(kind, fArgs); err != nil {
+		return nil, err
 	}
-	if w.Cwd != nil {
-		p.Cwd = *w.Cwd
+	if p.Cwd, err = w.optStr(kind, fCwd); err != nil {
+		return nil, err
 	}
-	return p, nil
+	if p.ExitCode, err = w.int(kind, fExitCode); err != nil {
+		return nil, err
+	}
+	if p.DurationMs, err = w.nonNegative(kind, fDurationMs); err != nil {
+		return nil, err
+	}
+	if p.Stdout, err = w.payload(kind, fStdout); err != nil {
+		return nil, err
+	}
+	if p.Stderr, err = w.payload(kind, fStderr); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 func mcpFrom(w *wireLine) (Body, error) {
 	const kind = "mcp_json_rpc"
+	var m MCPCall
+	var err error
 	for _, f := range []struct {
-		v    *string
-		name string
-	}{{w.Server, "server"}, {w.Method, "method"}, {w.RequestDigest, "request_digest"}, {w.ResponseDigest, "response_digest"}} {
-		if err := need(f.v, kind, f.name); err != nil {
+		dst *string
+		id  field
+	}{{&m.Server, fServer}, {&m.Method, fMethod}, {&m.RequestDigest, fRequestDigest}, {&m.ResponseDigest, fResponseDigest}} {
+		if *f.dst, err = w.str(kind, f.id); err != nil {
 			return nil, err
 		}
 	}
-	lat, err := nonNegative(w.LatencyMs, kind, "latency_ms")
-	if err != nil {
+	if m.LatencyMs, err = w.nonNegative(kind, fLatencyMs); err != nil {
 		return nil, err
 	}
-	req, err := payloadFrom(w.RequestPayload, kind, "request_payload")
-	if err != nil {
+	if m.Request, err = w.payload(kind, fRequestPayload); err != nil {
 		return nil, err
 	}
-	resp, err := payloadFrom(w.ResponsePayload, kind, "response_payload")
-	if err != nil {
+	if m.Response, err = w.payload(kind, fResponsePayload); err != nil {
 		return nil, err
 	}
-	return &MCPCall{
-		Server: *w.Server, Method: *w.Method,
-		RequestDigest: *w.RequestDigest, ResponseDigest: *w.ResponseDigest,
-		LatencyMs: lat, Request: req, Response: resp,
-	}, nil
+	return &m, nil
 }
 
 // unknownFrom keeps every non-envelope field of a record whose kind this
@@ -317,70 +421,103 @@ func unknownFrom(kind string, line []byte) (Body, error) {
 	if kind == "" {
 		return nil, badf("record: kind is empty")
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(line, &all); err != nil {
-		return nil, badf("%v", err)
-	}
 	u := &Unknown{Name: kind}
-	for k, v := range all {
+	s := scanner{b: line}
+	err := s.object(func(key []byte) error {
+		s.ws()
+		start := s.i
+		if err := s.skip(0); err != nil {
+			return err
+		}
+		k := string(key)
 		if isEnvelope(k) {
-			continue
+			return nil
 		}
 		if u.Fields == nil {
 			u.Fields = make(map[string]json.RawMessage)
 		}
 		// Compact so the field reads back byte-equal after a write.
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
-			return nil, badf("%s: field %q: %v", clip(kind), clip(k), err)
+		if err := json.Compact(&buf, line[start:s.i]); err != nil {
+			return badf("%s: field %q: %v", clip(kind), clip(k), err)
 		}
 		u.Fields[k] = buf.Bytes()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return u, nil
 }
 
-func payloadFrom(p *wirePayload, kind, field string) (Payload, error) {
-	if p == nil {
-		return Payload{}, badf("%s: missing field %q", kind, field)
+// payload reads a payload object: {content_hash, text} inline or
+// {content_hash, len_bytes} spilled.
+func (w *wireLine) payload(kind string, f field) (Payload, error) {
+	name := fieldNames[f]
+	if !w.has(f) {
+		return Payload{}, badf("%s: missing field %q", kind, name)
 	}
-	if p.ContentHash == nil {
-		return Payload{}, badf("%s: %s: missing field \"content_hash\"", kind, field)
+	sc := w.sub(f)
+	if sc.peek() != '{' {
+		return Payload{}, badf("%s: %s: want an object", kind, name)
 	}
-	if err := checkHash(*p.ContentHash); err != nil {
-		return Payload{}, badf("%s: %s: %v", kind, field, err)
+	var hash, text *string
+	var size *int64
+	err := sc.object(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "content_hash", "text":
+			if sc.null() {
+				return nil
+			}
+			if sc.peek() != '"' {
+				return badf("%s: want a string", key)
+			}
+			var v string
+			if v, err = sc.str(); err == nil {
+				if string(key) == "text" {
+					text = &v
+				} else {
+					hash = &v
+				}
+			}
+		case "len_bytes":
+			if sc.null() {
+				return nil
+			}
+			var v int64
+			if v, err = sc.int("len_bytes"); err == nil {
+				size = &v
+			}
+		default:
+			err = sc.skip(0)
+		}
+		return err
+	})
+	if err != nil {
+		return Payload{}, badf("%s: %s: %v", kind, name, err)
+	}
+	if hash == nil {
+		return Payload{}, badf("%s: %s: missing field \"content_hash\"", kind, name)
+	}
+	if err := checkHash(*hash); err != nil {
+		return Payload{}, badf("%s: %s: %v", kind, name, err)
 	}
 	switch {
-	case p.Text != nil:
+	case text != nil:
 		// Inline. A len_bytes next to text is redundant; it is accepted
 		// only when it agrees, since a disagreement means a broken writer.
-		if p.LenBytes != nil && *p.LenBytes != int64(len(*p.Text)) {
-			return Payload{}, badf("%s: %s: len_bytes = %d but text has %d bytes", kind, field, *p.LenBytes, len(*p.Text))
+		if size != nil && *size != int64(len(*text)) {
+			return Payload{}, badf("%s: %s: len_bytes = %d but text has %d bytes", kind, name, *size, len(*text))
 		}
-		return Payload{Hash: *p.ContentHash, Text: *p.Text}, nil
-	case p.LenBytes != nil:
-		if *p.LenBytes < 0 {
-			return Payload{}, badf("%s: %s: len_bytes = %d, want >= 0", kind, field, *p.LenBytes)
+		return Payload{Hash: *hash, Text: *text}, nil
+	case size != nil:
+		if *size < 0 {
+			return Payload{}, badf("%s: %s: len_bytes = %d, want >= 0", kind, name, *size)
 		}
-		return Payload{Hash: *p.ContentHash, Spilled: true, Len: *p.LenBytes}, nil
+		return Payload{Hash: *hash, Spilled: true, Len: *size}, nil
 	}
-	return Payload{}, badf("%s: %s: has neither \"text\" (inline) nor \"len_bytes\" (spilled)", kind, field)
-}
-
-func need[T any](v *T, kind, field string) error {
-	if v == nil {
-		return badf("%s: missing field %q", kind, field)
-	}
-	return nil
-}
-
-func nonNegative(v *int64, kind, field string) (int64, error) {
-	if v == nil {
-		return 0, badf("%s: missing field %q", kind, field)
-	}
-	if *v < 0 {
-		return 0, badf("%s: %s = %d, want >= 0", kind, field, *v)
-	}
-	return *v, nil
+	return Payload{}, badf("%s: %s: has neither \"text\" (inline) nor \"len_bytes\" (spilled)", kind, name)
 }
 
 // encoder appends one JSON object with fields in a fixed order, so equal

@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"testing"
@@ -46,6 +47,51 @@ func FuzzRead(f *testing.F) {
 		}
 		if !bytes.Equal(first.Bytes(), second.Bytes()) {
 			t.Fatalf("second write differs:\n%s\n%s", first.Bytes(), second.Bytes())
+		}
+	})
+}
+
+// FuzzScanner checks the line scanner against encoding/json: it accepts a
+// line exactly when encoding/json finds one valid JSON object, and reads
+// the same strings and integers from it.
+func FuzzScanner(f *testing.F) {
+	f.Add([]byte(okRec))
+	f.Add([]byte(`{"kind":"a\u00e9\ud83d\ude00\ud800x\"","seq":-0,"x":[1.5e3,{"y":null},true]}`))
+	f.Add([]byte(`{"kind":"\/","seq":01}`))
+	f.Add([]byte(` {"a":1} `))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var w wireLine
+		err := decodeLine(line, &w)
+		var obj map[string]any
+		jerr := json.Unmarshal(line, &obj)
+		if jerr == nil && obj == nil {
+			jerr = errors.New("null is not an object")
+		}
+		if bytes.Count(line, []byte("["))+bytes.Count(line, []byte("{")) > maxDepth {
+			return // deeper nesting than the scanner allows on purpose
+		}
+		if (err == nil) != (jerr == nil) {
+			t.Fatalf("scanner error %v, encoding/json error %v, for %q", err, jerr, line)
+		}
+		if err != nil {
+			return
+		}
+		for f := field(0); f < numFields; f++ {
+			v, ok := obj[fieldNames[f]]
+			if !ok || v == nil {
+				continue
+			}
+			switch v := v.(type) {
+			case string:
+				got, err := w.str("t", f)
+				if err != nil || got != v {
+					t.Fatalf("field %s: scanner read %q (%v), encoding/json %q", fieldNames[f], got, err, v)
+				}
+			case float64:
+				if got, err := w.int("t", f); err == nil && float64(got) != v && v < 1<<52 && v > -(1<<52) {
+					t.Fatalf("field %s: scanner read %d, encoding/json %v", fieldNames[f], got, v)
+				}
+			}
 		}
 	})
 }

@@ -87,7 +87,7 @@ func (r *Reader) Next() (Record, error) {
 		}
 		return Record{}, r.fail(r.line, CodeMalformed, err.Error())
 	}
-	rec, err := recordFrom(&r.w, line)
+	rec, err := recordFrom(&r.w)
 	if err != nil {
 		return Record{}, r.fail(r.line, CodeMalformed, err.Error())
 	}

@@ -243,7 +243,7 @@ func TestWriterRefuses(t *testing.T) {
 		{"bad payload hash", Record{Phase: PhaseUserScript, Body: &LLMCall{Response: Payload{Hash: "zz"}}}, "content hash"},
 		{"invalid utf-8 path", Record{Phase: PhaseUserScript, Body: &FileDelete{Path: "\xff"}}, "UTF-8"},
 		{"unknown posing as known", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "clock_read"}}, "producer's kind"},
-		{"unknown field clashing", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "x", Fields: map[string]json.RawMessage{"Seq": json.RawMessage("1")}}}, "clashes"},
+		{"unknown field clashing", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "x", Fields: map[string]json.RawMessage{"seq": json.RawMessage("1")}}}, "clashes"},
 		{"unknown field not json", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "x", Fields: map[string]json.RawMessage{"a": json.RawMessage("{")}}}, "not valid JSON"},
 		{"inline payload needs no CAS", Record{Phase: PhaseUserScript, Body: &LLMCall{Response: good}}, ""},
 	}
