@@ -12,6 +12,7 @@ type apiError struct {
 	Message string
 	Param   string
 	Details map[string]any
+	route   bool // an unknown route, not a missing resource
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -82,7 +83,7 @@ func (s *Server) errorBody(e *apiError, requestID string) map[string]any {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
-	if s.opts.Faults.Has(FaultNotFoundAs400) && e.Code == "resource_not_found" {
+	if s.opts.Faults.Has(FaultNotFoundAs400) && e.Code == "resource_not_found" && !e.route {
 		e = &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: e.Message, Param: "id"}
 	}
 	if s.opts.Faults.Has(FaultErrorWithoutEnvelope) {

@@ -133,11 +133,13 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 	}
 	after := uint64(0)
 	expired := ""
-	if last := c.r.Header.Get("Last-Event-ID"); last != "" && !s.opts.Faults.Has(FaultIgnoreLastEventID) {
+	if last := c.r.Header.Get("Last-Event-ID"); last != "" {
 		s.mu.RLock()
 		pos, ok := s.st.cursorValid(last)
 		s.mu.RUnlock()
 		switch {
+		case ok && s.opts.Faults.Has(FaultIgnoreLastEventID):
+			after = 0
 		case ok && s.opts.Faults.Has(FaultResumeRepeatsEvent):
 			after = pos - 1
 		case ok:

@@ -138,8 +138,8 @@ func wantError(t *testing.T, r resp, status int, code, param string) {
 // session creates a workspace and a session and returns the session id.
 func (h *harness) session() string {
 	h.t.Helper()
-	ws := h.must(201, h.do("POST", "/v1/workspaces", map[string]any{"name": "w", "root": "/tmp/w"}), "create workspace")
-	se := h.must(201, h.do("POST", "/v1/sessions", map[string]any{"workspace_id": ws.str("id")}), "create session")
+	ws := h.mustOK(h.do("POST", "/v1/workspaces", map[string]any{"name": "w", "root": "/tmp/w"}), "create workspace")
+	se := h.mustOK(h.do("POST", "/v1/sessions", map[string]any{"workspace_id": ws.str("id")}), "create session")
 	return se.str("id")
 }
 
@@ -150,7 +150,17 @@ func (h *harness) submit(sess string, steps []map[string]any, hdr ...string) res
 	if steps != nil {
 		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
 	}
-	return h.must(202, h.do("POST", "/v1/sessions/"+sess+"/tasks", body, hdr...), "submit task")
+	return h.mustOK(h.do("POST", "/v1/sessions/"+sess+"/tasks", body, hdr...), "submit task")
+}
+
+// mustOK fails the test unless the response is a 2xx (helpers that set up
+// state must work under the wrong-create-status fault too).
+func (h *harness) mustOK(r resp, what string) resp {
+	h.t.Helper()
+	if r.Code < 200 || r.Code > 299 {
+		h.t.Fatalf("%s: status = %d, want 2xx; body %s", what, r.Code, r.Raw)
+	}
+	return r
 }
 
 // waitStatus waits (on the server's change notifications, with a deadline)

@@ -168,10 +168,8 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 		return 0, err
 	}
 	s.st.visible = s.st.nextPos
-	if len(c.Events) > 0 {
-		close(s.notify)
-		s.notify = make(chan struct{})
-	}
+	close(s.notify)
+	s.notify = make(chan struct{})
 	if s.jl == nil {
 		return 0, nil
 	}
@@ -381,7 +379,7 @@ func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
-	s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: "resource_not_found",
+	s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: "resource_not_found", route: true,
 		Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
 }
 

@@ -1,0 +1,435 @@
+package refharness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A probe checks one behaviour and returns an error when it is broken. Each
+// fault must break its own probe, every probe must pass on a clean server,
+// under every variant, and under every other fault (a fault breaks one thing).
+
+type probe func(p *probeEnv) error
+
+// probeEnv is a fresh harness with a session and a completed echo task.
+type probeEnv struct {
+	*harness
+	sess, task string
+	srv        *httptest.Server
+}
+
+func newProbeEnv(t *testing.T, opts Options) *probeEnv {
+	h := newHarness(t, opts)
+	p := &probeEnv{harness: h, sess: h.session()}
+	p.task = h.submit(p.sess, nil).str("id")
+	h.waitTerminal(p.task)
+	return p
+}
+
+// waitTerminal waits until the task's worker is done.
+func (h *harness) waitTerminal(id string) {
+	h.t.Helper()
+	done := make(chan struct{})
+	go func() { h.s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		h.t.Fatalf("task %s worker still running after 5s", id)
+	}
+}
+
+func (p *probeEnv) frames(path, last string) ([]sseFrame, string, error) {
+	if p.srv == nil {
+		p.srv = httptest.NewServer(p.s)
+		p.t.Cleanup(p.srv.Close)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, br := openStream(p.t, ctx, p.srv.URL, path, last)
+	fs, err := readFrames(ctx, br, -1)
+	return fs, res.Header.Get("Content-Type"), err
+}
+
+func errCode(r resp) (code, typ, param string, ok bool) {
+	e, ok := r.Body["error"].(map[string]any)
+	if !ok {
+		return "", "", "", false
+	}
+	code, _ = e["code"].(string)
+	typ, _ = e["type"].(string)
+	param, _ = e["param"].(string)
+	return code, typ, param, true
+}
+
+func statusIs(r resp, want int, what string) error {
+	if r.Code != want {
+		return fmt.Errorf("%s: status %d, want %d", what, r.Code, want)
+	}
+	return nil
+}
+
+func ws(p *probeEnv, key string) resp {
+	hdr := []string{}
+	if key != "" {
+		hdr = []string{"Idempotency-Key", key}
+	}
+	return p.do("POST", "/v1/workspaces", map[string]any{"name": "w", "root": "/"}, hdr...)
+}
+
+var probes = map[Fault]probe{
+	FaultSkipVersionCheck: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/tasks", nil, "-"+VersionHeader, ""), 426, "no version header")
+	},
+	FaultNoSupportedVersions: func(p *probeEnv) error {
+		r := p.do("GET", "/v1/tasks", nil, VersionHeader, "bogus")
+		if _, _, _, envelope := errCode(r); envelope && r.Code == 426 && !strings.Contains(string(r.Raw), "supported_versions") {
+			return fmt.Errorf("426 does not list supported versions: %s", r.Raw)
+		}
+		return nil
+	},
+	FaultAcceptMissingKey: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/tasks", nil, "-Authorization", ""), 401, "no key")
+	},
+	FaultAcceptAnyKey: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/tasks", nil, "Authorization", "Bearer wrong-key"), 401, "wrong key")
+	},
+	FaultEchoKeyInError: func(p *probeEnv) error {
+		if r := p.do("GET", "/v1/tasks", nil, "Authorization", "Bearer canary-3141"); strings.Contains(string(r.Raw), "canary-3141") {
+			return errors.New("error body echoes the API key")
+		}
+		return nil
+	},
+	FaultForgetIdempotency: func(p *probeEnv) error {
+		if a, b := ws(p, "k").str("id"), ws(p, "k").str("id"); a != b {
+			return fmt.Errorf("retry created %s, want %s", b, a)
+		}
+		return nil
+	},
+	FaultIdempotencyNoConflict: func(p *probeEnv) error {
+		ws(p, "k2")
+		r := p.do("POST", "/v1/workspaces", map[string]any{"name": "other", "root": "/"}, "Idempotency-Key", "k2")
+		if r.Code == 200 || r.Code == 201 {
+			if r.str("name") == "other" {
+				return nil // no idempotency at all: another probe's business
+			}
+			return fmt.Errorf("same key, different body: status %d, want 409", r.Code)
+		}
+		return nil
+	},
+	FaultDuplicateOnConcurrentRetry: func(p *probeEnv) error {
+		first := ws(p, "seq").str("id")
+		if ws(p, "seq").str("id") != first {
+			return nil // sequential retries already broken: another probe's business
+		}
+		var wg sync.WaitGroup
+		ids := make([]string, 6)
+		for i := range ids {
+			wg.Add(1)
+			go func() { defer wg.Done(); ids[i] = ws(p, "conc").str("id") }()
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				return fmt.Errorf("concurrent retries created %v", ids)
+			}
+		}
+		return nil
+	},
+	FaultDropSSEID: func(p *probeEnv) error {
+		fs, _, err := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if !f.HasID {
+				return fmt.Errorf("frame %s has no id", f.Event)
+			}
+		}
+		return nil
+	},
+	FaultIgnoreLastEventID: func(p *probeEnv) error {
+		all, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		rest, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", eventIDOf(all, 1))
+		if len(rest) > 0 && len(all) > 0 && rest[0].Data == all[0].Data {
+			return errors.New("resume started from the beginning")
+		}
+		return nil
+	},
+	FaultResumeRepeatsEvent: func(p *probeEnv) error {
+		all, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		rest, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", eventIDOf(all, 1))
+		if len(rest) > 0 && len(all) > 1 && rest[0].Data == all[1].Data {
+			return errors.New("resume repeated the Last-Event-ID event")
+		}
+		return nil
+	},
+	FaultNoCursorExpiredFrame: func(p *probeEnv) error {
+		fs, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "event_999999999")
+		if len(fs) == 0 || fs[0].Event != "error" || !strings.Contains(fs[0].Data, "cursor_expired") {
+			return fmt.Errorf("expired cursor gave %v, want an error frame", fs)
+		}
+		return nil
+	},
+	FaultTerminalTaskMutable: func(p *probeEnv) error {
+		p.do("POST", "/v1/tasks/"+p.task+"/cancel", nil)
+		if st := p.do("GET", "/v1/tasks/"+p.task, nil).str("status"); st != StatusCompleted {
+			return fmt.Errorf("cancel moved a COMPLETED task to %s", st)
+		}
+		return nil
+	},
+	FaultCompletedAfterCancel: func(p *probeEnv) error {
+		id := p.submit(p.sess, []map[string]any{step("work", "ms", 30), step("complete")}).str("id")
+		p.waitStatus(id, StatusWorking)
+		p.do("POST", "/v1/tasks/"+id+"/cancel", nil)
+		p.waitTerminal(id)
+		if st := p.do("GET", "/v1/tasks/"+id, nil).str("status"); st != StatusCanceled {
+			return fmt.Errorf("canceled task later shows %s", st)
+		}
+		return nil
+	},
+	FaultCanceledHasCompletedAt: func(p *probeEnv) error {
+		id := p.submit(p.sess, []map[string]any{step("work", "ms", 5000)}).str("id")
+		p.waitStatus(id, StatusWorking)
+		if r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil); r.Body["completed_at"] != nil {
+			return fmt.Errorf("CANCELED task has completed_at %v", r.Body["completed_at"])
+		}
+		return nil
+	},
+	FaultSkipTransitionEvent: func(p *probeEnv) error {
+		kinds, evs := p.taskEvents(p.task)
+		for i, k := range kinds {
+			if k == "task.completed" && evs[i]["payload"].(map[string]any)["previous_status"] == StatusWorking && !contains(kinds, "task.started") {
+				return fmt.Errorf("SUBMITTED->WORKING emitted no event: %v", kinds)
+			}
+		}
+		return nil
+	},
+	FaultIllegalTransition: func(p *probeEnv) error {
+		_, evs := p.taskEvents(p.task)
+		for _, e := range evs {
+			pl := e["payload"].(map[string]any)
+			from, _ := pl["previous_status"].(string)
+			to, _ := pl["status"].(string)
+			if from != "" && !Allowed(from, to) {
+				return fmt.Errorf("illegal transition %s -> %s", from, to)
+			}
+		}
+		return nil
+	},
+	FaultWrongCreateStatus: func(p *probeEnv) error { return statusIs(ws(p, ""), 201, "create workspace") },
+	FaultErrorWithoutEnvelope: func(p *probeEnv) error {
+		if _, _, _, ok := errCode(p.do("GET", "/v1/tasks/task_missing", nil)); !ok {
+			return errors.New("error without envelope")
+		}
+		return nil
+	},
+	FaultWrongErrorType: func(p *probeEnv) error {
+		code, typ, _, ok := errCode(p.do("GET", "/v1/tasks/task_missing", nil))
+		if ok && typ != errorTypes[code] {
+			return fmt.Errorf("error.type %s for code %s", typ, code)
+		}
+		return nil
+	},
+	FaultNotFoundAs400: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/tasks/task_missing", nil), 404, "missing task")
+	},
+	FaultNoParamOnBadRequest: func(p *probeEnv) error {
+		_, _, param, ok := errCode(p.do("POST", "/v1/workspaces", map[string]any{"root": "/"}))
+		if ok && param != "name" {
+			return fmt.Errorf("error.param = %q, want name", param)
+		}
+		return nil
+	},
+	FaultNo413: func(p *probeEnv) error {
+		big := map[string]any{"name": strings.Repeat("x", int(p.s.opts.MaxBodyBytes)), "root": "/"}
+		return statusIs(p.do("POST", "/v1/workspaces", big), 413, "oversized body")
+	},
+	FaultLimitIgnored: func(p *probeEnv) error {
+		ws(p, "")
+		ws(p, "")
+		if n := len(p.do("GET", "/v1/workspaces?limit=1", nil).list()); n != 1 {
+			return fmt.Errorf("limit=1 returned %d items", n)
+		}
+		return nil
+	},
+	FaultPaginationRepeats: func(p *probeEnv) error {
+		ws(p, "")
+		ws(p, "")
+		seen := map[string]bool{}
+		cursor := ""
+		for i := 0; i < 10; i++ {
+			r := p.do("GET", "/v1/workspaces?limit=2"+cursor, nil)
+			for _, it := range r.list() {
+				if seen[it["id"].(string)] {
+					return fmt.Errorf("item %s repeated across pages", it["id"])
+				}
+				seen[it["id"].(string)] = true
+			}
+			pg, _ := r.Body["page"].(map[string]any)
+			if pg["has_more"] != true {
+				break
+			}
+			cursor = "&cursor=" + pg["next_cursor"].(string)
+		}
+		return nil
+	},
+	FaultNonUTCTimestamps: func(p *probeEnv) error {
+		if at := p.do("GET", "/v1/tasks/"+p.task, nil).str("created_at"); !strings.HasSuffix(at, "Z") {
+			return fmt.Errorf("created_at %q is not UTC", at)
+		}
+		return nil
+	},
+	FaultWrongObjectField: func(p *probeEnv) error {
+		if o := p.do("GET", "/v1/sessions/"+p.sess, nil).str("object"); o != "session" {
+			return fmt.Errorf("object = %q, want session", o)
+		}
+		return nil
+	},
+	FaultSequenceNotIncreasing: func(p *probeEnv) error {
+		_, evs := p.taskEvents(p.task)
+		last := -1.0
+		for _, e := range evs {
+			if e["resource"].(map[string]any)["id"] != p.task {
+				continue
+			}
+			if s := e["sequence"].(float64); s <= last {
+				return fmt.Errorf("sequence %v after %v", s, last)
+			} else {
+				last = s
+			}
+		}
+		return nil
+	},
+	FaultSSEWrongContentType: func(p *probeEnv) error {
+		_, ct, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		if !strings.HasPrefix(ct, "text/event-stream") {
+			return fmt.Errorf("Content-Type %q", ct)
+		}
+		return nil
+	},
+	FaultSSEDataNotJSON: func(p *probeEnv) error {
+		fs, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		for _, f := range fs {
+			if !json.Valid([]byte(f.Data)) {
+				return fmt.Errorf("data %q is not JSON", f.Data)
+			}
+		}
+		return nil
+	},
+	FaultOutcomeUsesTaskStatus: func(p *probeEnv) error {
+		for _, o := range p.do("GET", "/v1/outcomes", nil).list() {
+			if st := o["status"]; st != "SUCCEEDED" && st != "FAILED" && st != "CANCELED" {
+				return fmt.Errorf("outcome status %v", st)
+			}
+		}
+		return nil
+	},
+	FaultMissingRequiredField: func(p *probeEnv) error {
+		if _, ok := p.do("GET", "/v1/tasks/"+p.task, nil).Body["created_by"]; !ok {
+			return errors.New("task lacks created_by")
+		}
+		return nil
+	},
+	FaultIDsNotStable: func(p *probeEnv) error {
+		if id := p.do("GET", "/v1/tasks/"+p.task, nil).str("id"); id != p.task {
+			return fmt.Errorf("GET task %s answered id %s", p.task, id)
+		}
+		return nil
+	},
+	FaultUnknownRouteNot404: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/no-such-route", nil), 404, "unknown route")
+	},
+	FaultEventsRepeatOnRange: func(p *probeEnv) error {
+		_, evs := p.taskEvents(p.task)
+		first := evs[0]["id"].(string)
+		for _, e := range p.do("GET", "/v1/tasks/"+p.task+"/events?after_event_id="+first, nil).list() {
+			if e["id"] == first {
+				return errors.New("after_event_id returned the cursor event itself")
+			}
+		}
+		return nil
+	},
+}
+
+// eventIDOf is frame i's event id, from the JSON data if the id line is missing.
+func eventIDOf(fs []sseFrame, i int) string {
+	if i >= len(fs) {
+		return ""
+	}
+	if fs[i].HasID {
+		return fs[i].ID
+	}
+	var e struct{ ID string }
+	json.Unmarshal([]byte(fs[i].Data), &e)
+	return e.ID
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEveryFaultHasAProbe(t *testing.T) {
+	seen := map[Fault]bool{}
+	for _, f := range AllFaults() {
+		if seen[f] {
+			t.Errorf("fault %s listed twice", f)
+		}
+		seen[f] = true
+		if probes[f] == nil {
+			t.Errorf("fault %s has no probe", f)
+		}
+	}
+	if len(probes) != len(AllFaults()) {
+		t.Errorf("%d probes for %d faults", len(probes), len(AllFaults()))
+	}
+}
+
+func TestProbesPassOnCleanServerAndVariants(t *testing.T) {
+	configs := map[string]Options{"clean": {}}
+	for _, v := range AllVariants() {
+		configs[string(v)] = Options{Variants: Variants{v: true}}
+	}
+	all := Variants{}
+	for _, v := range AllVariants() {
+		all[v] = true
+	}
+	configs["all variants"] = Options{Variants: all}
+	for name, opts := range configs {
+		t.Run(name, func(t *testing.T) {
+			for _, f := range AllFaults() {
+				if err := probes[f](newProbeEnv(t, opts)); err != nil {
+					t.Errorf("probe %s fails: %v", f, err)
+				}
+			}
+		})
+	}
+}
+
+// TestEachFaultBreaksExactlyItsProbe runs every probe against every fault.
+func TestEachFaultBreaksExactlyItsProbe(t *testing.T) {
+	for _, f := range AllFaults() {
+		t.Run(string(f), func(t *testing.T) {
+			for _, g := range AllFaults() {
+				err := probes[g](newProbeEnv(t, Options{Faults: Faults{f: true}}))
+				switch {
+				case g == f && err == nil:
+					t.Errorf("fault %s does not break its probe", f)
+				case g != f && err != nil:
+					t.Errorf("fault %s also breaks probe %s: %v", f, g, err)
+				}
+			}
+		})
+	}
+}
