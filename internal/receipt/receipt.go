@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Finding classes: stable tags that tests, reports and fixtures match on.
@@ -118,12 +120,48 @@ func (r *Result) skip(name, detail string) {
 	r.Steps = append(r.Steps, Step{Name: name, OK: true, Skipped: true, Detail: detail})
 }
 
-// fail records a failed step and its findings (one per message).
+// maxFindingsPerStep bounds the report of one step: a hostile receipt with a
+// hundred thousand bad array items must not produce a hundred thousand lines.
+const maxFindingsPerStep = 50
+
+// maxMessage bounds one message; schema messages can quote instance values.
+const maxMessage = 400
+
+// fail records a failed step and its findings (one per message), cleaned
+// of control characters and bounded in number and length.
 func (r *Result) fail(name, class string, msgs ...string) {
+	if len(msgs) > maxFindingsPerStep {
+		more := len(msgs) - maxFindingsPerStep
+		msgs = append(msgs[:maxFindingsPerStep:maxFindingsPerStep], fmt.Sprintf("… and %d more finding(s) of this step not shown", more))
+	}
+	for i, m := range msgs {
+		msgs[i] = clean(m)
+	}
 	r.Steps = append(r.Steps, Step{Name: name, OK: false, Detail: strings.Join(msgs, "; ")})
 	for _, m := range msgs {
 		r.Findings = append(r.Findings, Finding{Class: class, Step: name, Message: m})
 	}
+}
+
+// clean makes a message safe to print: control and invalid characters are
+// escaped (nothing reaches a terminal as a control sequence) and the length
+// is bounded.
+func clean(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c == utf8.RuneError:
+			b.WriteString(`\ufffd`)
+		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteRune(c)
+		}
+		if b.Len() > maxMessage {
+			return b.String() + fmt.Sprintf("… (%d bytes)", len(s))
+		}
+	}
+	return b.String()
 }
 
 // Verify checks one receipt. It never panics on hostile input; everything

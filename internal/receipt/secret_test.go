@@ -61,6 +61,49 @@ func TestFindSecrets(t *testing.T) {
 	}
 }
 
+// TestFindingsAreBoundedAndClean: a receipt built to flood or corrupt the
+// report yields a bounded, printable one.
+func TestFindingsAreBoundedAndClean(t *testing.T) {
+	raw, err := readFixture("valid/task-failed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]any, 5000)
+	for i := range items {
+		items[i] = map[string]any{"api_key": "k", "tool": 1}
+	}
+	doc["side_effects"].(map[string]any)["tool_calls"] = items
+	doc["cost"].(map[string]any)["currency"] = "\x1b[2J" + strings.Repeat("Z", 100000) + "\u202e"
+	b, _ := json.Marshal(doc)
+	r := Verify(b, Options{})
+	perStep := map[string]int{}
+	size := 0
+	for _, f := range r.Findings {
+		perStep[f.Step]++
+		size += len(f.Message)
+		for _, c := range f.Message {
+			if c < 0x20 || c == 0x7f || c == 0x202e {
+				t.Fatalf("finding carries control character %U: %.80q", c, f.Message)
+			}
+		}
+	}
+	for step, n := range perStep {
+		if n > maxFindingsPerStep+1 {
+			t.Errorf("step %s: %d findings, want at most %d", step, n, maxFindingsPerStep+1)
+		}
+	}
+	if size > 200000 {
+		t.Errorf("findings total %d bytes", size)
+	}
+	if !strings.Contains(r.Steps[1].Detail, "more finding(s) of this step not shown") {
+		t.Errorf("schema step does not say findings were cut: %.200s", r.Steps[1].Detail)
+	}
+}
+
 // TestHostileInput feeds shapes that must yield findings, never panics or
 // hangs: deep nesting, wrong top-level types, wrong member types.
 func TestHostileInput(t *testing.T) {
