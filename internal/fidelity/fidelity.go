@@ -257,14 +257,23 @@ func (c *comparison) unaligned(name string, i int, cat Category, rec tape.Record
 		d.B = sd
 		present, absent = "B", "A"
 	}
-	d.Message = fmt.Sprintf("%s record %d (%s, seq %d) is in %s only; %s has %d records in this stream", name, i, rec.KindName(), rec.Seq, present, absent, i)
+	d.Message = fmt.Sprintf("%srecord %d (%s, seq %d) is in %s only; %s has %d records in this stream", streamPrefix(name), i, rec.KindName(), rec.Seq, present, absent, i)
 	c.add(d)
 	if rec.Kind() == tape.KindUnknown {
 		d.Category = UnknownKind
 		d.Field = "kind"
-		d.Message = fmt.Sprintf("%s record %d: kind %q in %s is unknown to this checker", name, i, rec.KindName(), present)
+		d.Message = fmt.Sprintf("%srecord %d: kind %q in %s is unknown to this checker", streamPrefix(name), i, rec.KindName(), present)
 		c.add(d)
 	}
+}
+
+// streamPrefix names a phase stream in messages; the whole-tape stream
+// needs no name.
+func streamPrefix(stream string) string {
+	if stream == "all" {
+		return ""
+	}
+	return stream + " "
 }
 
 func side(r tape.Record, line int) *Side {
@@ -285,7 +294,7 @@ func (p *pair) diverge(cat Category, field string, va, vb any, msg string) {
 	sa, sb := side(p.a, p.lineA), side(p.b, p.lineB)
 	sa.Value, sb.Value = va, vb
 	p.c.add(Divergence{Category: cat, Stream: p.stream, Index: &i, Field: field, A: sa, B: sb,
-		Message: fmt.Sprintf("%s record %d (seq %d in A, %d in B): %s", p.stream, i, p.a.Seq, p.b.Seq, msg)})
+		Message: fmt.Sprintf("%srecord %d (seq %d in A, %d in B): %s", streamPrefix(p.stream), i, p.a.Seq, p.b.Seq, msg)})
 }
 
 // field reports a differing field, if it differs.

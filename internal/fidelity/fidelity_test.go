@@ -300,7 +300,7 @@ func TestDivergenceDetail(t *testing.T) {
 		Category: PayloadHashMismatch, Stream: "all", Index: &idx, Field: "response.content_hash",
 		A:       &Side{Seq: 4, Line: 6, Kind: "llm_call", Phase: "user_script", Value: h("long answer")},
 		B:       &Side{Seq: 4, Line: 6, Kind: "llm_call", Phase: "user_script", Value: h("other")},
-		Message: "all record 4 (seq 4 in A, 4 in B): response.content_hash: A has " + h("long answer") + ", B has " + h("other"),
+		Message: "record 4 (seq 4 in A, 4 in B): response.content_hash: A has " + h("long answer") + ", B has " + h("other"),
 	}}
 	if diff := cmp.Diff(want, rep.Divergences); diff != "" {
 		t.Errorf("divergences (-want +got):\n%s", diff)

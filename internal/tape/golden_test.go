@@ -182,8 +182,10 @@ func generate(t testing.TB, dir string) {
 			if err := os.Remove(cas.Path(resp.Hash)); err != nil {
 				t.Fatal(err)
 			}
-			// Keep the (now empty) sidecar directory in git.
-			writeLines(t, filepath.Join(cas.Dir, ".keep"))
+			// The whole sidecar is gone: git does not keep empty directories.
+			if err := os.Remove(cas.Dir); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		b := big(name, 5000)

@@ -279,7 +279,7 @@ func TestValidateGolden(t *testing.T) {
 		{name: "all-kinds", valid: true},
 		{name: "drift", valid: true},
 		{name: "unknown-kind", valid: true, codes: []Code{CodeUnknownKind}},
-		{name: "cas-missing", codes: []Code{CodeCASMissing, CodeCASUnexpected}},
+		{name: "cas-missing", codes: []Code{CodeCASMissing}},
 		{name: "cas-corrupt", codes: []Code{CodeCASCorrupt}},
 		{name: "inline-hash-mismatch", codes: []Code{CodeInlineHash}},
 		{name: "newer-version", readError: CodeVersionUnsupported},

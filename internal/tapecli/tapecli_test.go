@@ -1,0 +1,207 @@
+package tapecli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/harn-conform/conform/fixtures/schemas"
+	"github.com/harn-conform/conform/internal/fidelity"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func tp(name string) string { return filepath.Join("..", "..", "fixtures", "tapes", name, "run.tape") }
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func checkReport(t *testing.T, b []byte) *fidelity.Report {
+	t.Helper()
+	s, err := schemas.Compile("fidelity-report.v1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, b)
+	}
+	if probs := schemas.Problems(s, inst); len(probs) > 0 {
+		t.Errorf("report does not match its schema: %v", probs)
+	}
+	var rep fidelity.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep
+}
+
+// TestDiffGolden runs diff over the golden pairs in every mode. Each row
+// says which modes find divergences; the pairs are built so that a looser
+// mode passes where a stricter one fails.
+func TestDiffGolden(t *testing.T) {
+	all := []fidelity.Mode{fidelity.ByteIdentical, fidelity.PhaseAware, fidelity.Semantic, fidelity.Outcome}
+	tests := []struct {
+		b        string
+		diverges []fidelity.Mode
+	}{
+		{"all-kinds", nil},
+		// Only seq, timestamps, process durations and MCP latency moved.
+		{"drift", []fidelity.Mode{fidelity.ByteIdentical, fidelity.PhaseAware}},
+		// Only runtime_finalize changed: more clock reads, other timing.
+		{"finalize-grew", []fidelity.Mode{fidelity.ByteIdentical, fidelity.Semantic}},
+		// LLM responses differ; writes, exit status and call count do not.
+		{"stochastic-llm", []fidelity.Mode{fidelity.ByteIdentical, fidelity.PhaseAware, fidelity.Semantic}},
+		{"outcome-changed", all},
+	}
+	for _, tt := range tests {
+		for _, mode := range all {
+			t.Run(tt.b+"/"+string(mode), func(t *testing.T) {
+				code, out, errOut := run("diff", tp("all-kinds"), tp(tt.b), "--mode", string(mode))
+				want := ExitOK
+				for _, m := range tt.diverges {
+					if m == mode {
+						want = ExitDiverged
+					}
+				}
+				if code != want {
+					t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, want, out, errOut)
+				}
+				rep := checkReport(t, []byte(out))
+				if rep.Mode != mode {
+					t.Errorf("report mode %s, want %s", rep.Mode, mode)
+				}
+			})
+		}
+	}
+}
+
+func TestDiffReportFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fidelity.json")
+	code, out, _ := run("diff", "--mode=outcome", tp("all-kinds"), "--report", p, tp("outcome-changed"))
+	if code != ExitDiverged {
+		t.Fatalf("exit %d, want %d; stdout %s", code, ExitDiverged, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := checkReport(t, b)
+	want := map[fidelity.Category]int{fidelity.WriteSetMismatch: 1, fidelity.ExitStatusMismatch: 1, fidelity.LLMCallCountMismatch: 1}
+	for c, n := range want {
+		if rep.ByCategory[c] != n {
+			t.Errorf("by_category[%s] = %d, want %d (%v)", c, rep.ByCategory[c], n, rep.ByCategory)
+		}
+	}
+	for _, s := range []string{"outcome: 3 divergence(s)", "write_set_mismatch: final state of out/report.md", "exit_status_mismatch", "llm_call_count_mismatch"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("summary %q does not contain %q", out, s)
+		}
+	}
+}
+
+func TestDiffUnreadable(t *testing.T) {
+	tests := []struct {
+		name, a, b string
+		category   fidelity.Category
+		stderr     string
+	}{
+		{"newer version", tp("all-kinds"), tp("newer-version"), fidelity.VersionUnsupported, "version 2 is newer than the supported version 1"},
+		{"torn line", tp("torn-line"), tp("all-kinds"), fidelity.UnreadableInput, "torn_line"},
+		{"missing file", tp("all-kinds"), tp("no-such-tape"), fidelity.UnreadableInput, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run("diff", tt.a, tt.b)
+			if code != ExitUnreadable {
+				t.Errorf("exit %d, want %d", code, ExitUnreadable)
+			}
+			if !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("stderr %q does not contain %q", errOut, tt.stderr)
+			}
+			rep := checkReport(t, []byte(out))
+			if rep.Status != fidelity.StatusError || rep.ByCategory[tt.category] != 1 {
+				t.Errorf("status %s, by_category %v; want error with one %s", rep.Status, rep.ByCategory, tt.category)
+			}
+		})
+	}
+}
+
+func TestDiffUnknownKind(t *testing.T) {
+	// A tape with a kind from a newer producer never compares equal, even
+	// to itself: the unknown record is reported, not dropped.
+	code, out, _ := run("diff", tp("unknown-kind"), tp("unknown-kind"), "--mode", "outcome")
+	if code != ExitDiverged {
+		t.Fatalf("exit %d, want %d", code, ExitDiverged)
+	}
+	rep := checkReport(t, []byte(out))
+	if rep.ByCategory[fidelity.UnknownKind] != 2 || rep.A.Unknown != 1 || rep.B.Unknown != 1 {
+		t.Errorf("by_category %v, unknown records %d/%d; want 2 unknown_kind, 1/1", rep.ByCategory, rep.A.Unknown, rep.B.Unknown)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		files []string
+		code  int
+		want  []string
+	}{
+		{[]string{tp("all-kinds")}, ExitOK, []string{"valid (version 1, 15 records, 3 spilled payloads checked)"}},
+		{[]string{tp("unknown-kind")}, ExitOK, []string{"warning: unknown_kind: line 3 (seq 1)", "valid"}},
+		{[]string{tp("cas-missing")}, ExitUnreadable, []string{"error: cas_missing: line 2 (seq 0)", "invalid"}},
+		{[]string{tp("cas-corrupt")}, ExitUnreadable, []string{"error: cas_corrupt", "bytes hash to"}},
+		{[]string{tp("inline-hash-mismatch")}, ExitUnreadable, []string{"inline_hash_mismatch"}},
+		{[]string{tp("newer-version")}, ExitUnreadable, []string{"unreadable", "version_unsupported"}},
+		{[]string{tp("torn-line")}, ExitUnreadable, []string{"unreadable", "torn_line"}},
+		{[]string{tp("all-kinds"), tp("torn-line")}, ExitUnreadable, []string{"all-kinds/run.tape: valid", "torn-line/run.tape: unreadable"}},
+	}
+	for _, tt := range tests {
+		code, out, _ := run(append([]string{"validate"}, tt.files...)...)
+		if code != tt.code {
+			t.Errorf("validate %v: exit %d, want %d\n%s", tt.files, code, tt.code, out)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("validate %v: output %q does not contain %q", tt.files, out, w)
+			}
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, ExitUsage, "missing command"},
+		{[]string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
+		{[]string{"diff", tp("all-kinds")}, ExitUsage, "got 1 tape arguments, want 2"},
+		{[]string{"diff", "a", "b", "c"}, ExitUsage, "got 3 tape arguments"},
+		{[]string{"diff", "a", "b", "--mode", "fuzzy"}, ExitUsage, `unknown mode "fuzzy"`},
+		{[]string{"diff", "a", "b", "--mode"}, ExitUsage, "--mode needs a value"},
+		{[]string{"diff", "a", "b", "--mode", "semantic", "--mode", "outcome"}, ExitUsage, "given twice"},
+		{[]string{"diff", "a", "b", "--colour"}, ExitUsage, `unknown option "--colour"`},
+		{[]string{"diff", "a", "b", "--max-divergences", "0"}, ExitUsage, "positive integer"},
+		{[]string{"diff", "a", "b", "--report="}, ExitUsage, "--report needs a file name"},
+		{[]string{"validate"}, ExitUsage, "at least one tape"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := run(tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, "usage:") {
+			t.Errorf("Main(%q) = %d, stderr %q; want %d, a line containing %q and the usage", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"diff", "-h"}} {
+		code, out, _ := run(args...)
+		if code != ExitOK || !strings.Contains(out, "exit status:") {
+			t.Errorf("Main(%q) = %d, stdout %q; want 0 and the usage", args, code, out)
+		}
+	}
+}
