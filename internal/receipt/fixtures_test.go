@@ -119,7 +119,7 @@ func TestFixtureFindingMessages(t *testing.T) {
 	}
 	// The secret value itself must never be echoed.
 	r := receipt.Verify(mustRead(t, "invalid/secret-material.json"), receipt.Options{})
-	if all := fmt.Sprint(r.Findings, r.Steps); strings.Contains(all, "fixture-not-a-real-key") || strings.Contains(all, "MC4CAQ") {
+	if all := fmt.Sprint(r.Findings, r.Steps); strings.Contains(all, "fixture-not-a-real-key") || strings.Contains(all, "not a key") {
 		t.Errorf("findings echo the secret: %s", all)
 	}
 }
