@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/harn-conform/conform/internal/receiptcli"
+	"github.com/harn-conform/conform/internal/tapecli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise
@@ -40,9 +41,12 @@ commands:
   serve                 run the reference Harness (--addr, --data, --api-key-file)
   list                  list the requirements and the specs that verify them
   receipt verify FILE…  verify receipts offline (RFC 8785 + SHA-256 + signatures)
+  tape diff A B         compare two event tapes with the fidelity oracle (see 'conform tape')
+  tape validate FILE    check a tape's schema and its content-addressed sidecar
   version               print the version
 
 exit codes: 0 conformant, 1 not conformant, 2 usage, configuration or engine error
+(receipt and tape keep their own: see their usage)
 `
 
 func main() {
@@ -77,6 +81,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code, err = cmdList(args[1:], stdout, stderr)
 	case "receipt":
 		return receiptcli.Main(args[1:], stdin, stdout, stderr)
+	case "tape":
+		// Its own exit codes, fixed by the tape spec: 0 equal or valid,
+		// 2 divergences, 3 unreadable input, 4 usage.
+		return tapecli.Main(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "conform %s (protocol %s)\n", toolVersion(), protocolVersion)
 		return 0
