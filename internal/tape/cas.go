@@ -99,3 +99,35 @@ func (c CAS) Open(hash string) (*os.File, error) {
 	}
 	return os.Open(c.Path(hash))
 }
+
+// Bytes returns a payload's raw bytes: the inline text, or the spilled
+// file, read whole and checked against the payload's length and hash.
+// max bounds how many bytes a spilled payload may have, so a hostile
+// len_bytes cannot make the caller allocate without limit.
+func (c CAS) Bytes(p Payload, max int64) ([]byte, error) {
+	if !p.Spilled {
+		return []byte(p.Text), nil
+	}
+	if p.Len > max {
+		return nil, &Error{Name: c.Dir, Code: CodeCASCorrupt, Msg: fmt.Sprintf("payload %s has len_bytes %d, over the %d allowed", p.Hash, p.Len, max)}
+	}
+	f, err := c.Open(p.Hash)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Name: c.Path(p.Hash), Code: CodeCASMissing, Msg: "payload file is missing"}
+	}
+	if err != nil {
+		return nil, &Error{Name: c.Dir, Code: CodeIO, Msg: err.Error()}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, p.Len+1))
+	if err != nil {
+		return nil, &Error{Name: c.Path(p.Hash), Code: CodeIO, Msg: err.Error()}
+	}
+	if int64(len(b)) != p.Len {
+		return nil, &Error{Name: c.Path(p.Hash), Code: CodeCASCorrupt, Msg: fmt.Sprintf("file has %d bytes or more, want len_bytes %d", len(b), p.Len)}
+	}
+	if got := Hash(b); got != p.Hash {
+		return nil, &Error{Name: c.Path(p.Hash), Code: CodeCASCorrupt, Msg: fmt.Sprintf("bytes hash to %s, want %s", got, p.Hash)}
+	}
+	return b, nil
+}

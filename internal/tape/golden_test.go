@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/harn-conform/conform/fixtures/tapes"
 )
 
 // Regenerate the golden tapes with:
@@ -217,11 +219,7 @@ func generate(t testing.TB, dir string) {
 }
 
 // goldenNames are the directories generate writes.
-var goldenNames = []string{
-	"all-kinds", "drift", "finalize-grew", "stochastic-llm", "outcome-changed",
-	"cas-missing", "cas-corrupt", "newer-version", "unknown-kind", "torn-line",
-	"inline-hash-mismatch",
-}
+var goldenNames = tapes.Names
 
 // TestGolden proves the committed golden tapes are exactly what the
 // generator produces, so they can be rebuilt and reviewed.

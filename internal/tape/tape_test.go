@@ -352,3 +352,38 @@ func TestValidateSidecarExtras(t *testing.T) {
 		t.Errorf("findings:\n%s\nwant two warnings naming %s and notes.txt", got, stray)
 	}
 }
+
+func TestCASBytes(t *testing.T) {
+	tp, err := Load(golden("all-kinds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cas := CAS{Dir: CASDir(golden("all-kinds"))}
+	want := big("llm-response", 6000)
+	resp := tp.Records[5].Body.(*LLMCall).Response
+	got, err := cas.Bytes(resp, 1<<20)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Bytes(spilled) = %d bytes, %v; want the %d recorded bytes", len(got), err, len(want))
+	}
+	if _, err := cas.Bytes(resp, 100); err == nil || !strings.Contains(err.Error(), "over the 100 allowed") {
+		t.Errorf("Bytes with a small bound: err = %v, want a refusal", err)
+	}
+	small := tp.Records[4].Body.(*LLMCall).Response
+	if got, err := cas.Bytes(small, 0); err != nil || string(got) != small.Text {
+		t.Errorf("Bytes(inline) = %q, %v; want %q", got, err, small.Text)
+	}
+	for _, tt := range []struct {
+		name string
+		code Code
+	}{{"cas-missing", CodeCASMissing}, {"cas-corrupt", CodeCASCorrupt}} {
+		tp, err := Load(golden(tt.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = CAS{Dir: CASDir(golden(tt.name))}.Bytes(tp.Records[0].Body.(*LLMCall).Response, 1<<20)
+		var te *Error
+		if !errors.As(err, &te) || te.Code != tt.code {
+			t.Errorf("%s: Bytes: err = %v, want %s", tt.name, err, tt.code)
+		}
+	}
+}
