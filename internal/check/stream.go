@@ -1,0 +1,93 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/sse"
+)
+
+// EventStream checks that a stream was answered 200 text/event-stream.
+func EventStream(resp *client.Response) error {
+	if resp.Status != 200 {
+		return fmt.Errorf("%s: status = %d, want 200 with a text/event-stream%s", resp, resp.Status, bodyHint(resp))
+	}
+	if ct := resp.Header.Get("Content-Type"); !client.IsEventStream(ct) {
+		return fmt.Errorf("%s: Content-Type = %q, want text/event-stream", resp, ct)
+	}
+	return nil
+}
+
+// FrameFields checks the framing of a block that carries data: it has an
+// id field and a non-empty event field. (A block a browser would not
+// dispatch — comments, keep-alives — is not an event frame and is never
+// judged.)
+func FrameFields(where string, f sse.Frame) error {
+	var missing []string
+	if !f.HasID || f.ID == "" {
+		missing = append(missing, "id")
+	}
+	if f.Event == "" {
+		missing = append(missing, "event")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: a data frame has no %s field; want id, event and data on every event frame (frame %q)", where, strings.Join(missing, " and no "), rawHint(f))
+	}
+	return nil
+}
+
+// FrameEvent decodes a data frame's Event and checks that it is the frame's
+// event: same id (when the frame has one) and same kind (when the frame
+// names one). The framing itself is FrameFields' business.
+func FrameEvent(where string, f sse.Frame) (Event, error) {
+	e, err := DecodeEventJSON([]byte(f.Data))
+	if err != nil {
+		return e, fmt.Errorf("%s: frame data is not a JSON Event: %v (frame %q)", where, err, rawHint(f))
+	}
+	if f.HasID && f.ID != "" && f.ID != e.ID {
+		return e, fmt.Errorf("%s: frame id %q carries event %q; want the frame id to be the event's id", where, f.ID, e.ID)
+	}
+	if f.Event != "" && f.Event != e.Kind {
+		return e, fmt.Errorf("%s: frame event %q carries an event of kind %q; want the same kind", where, f.Event, e.Kind)
+	}
+	return e, nil
+}
+
+// FrameID is the event id a frame stands for: its id field, or else its
+// data's id (so one broken framing rule does not hide the stream's content).
+func FrameID(f sse.Frame) string {
+	if f.HasID && f.ID != "" {
+		return f.ID
+	}
+	if e, err := DecodeEventJSON([]byte(f.Data)); err == nil || e.ID != "" {
+		return e.ID
+	}
+	return ""
+}
+
+// CursorExpiredFrame checks the error frame a stream sends for an unusable
+// Last-Event-ID: event "error" and data that is an error envelope with code
+// cursor_expired.
+func CursorExpiredFrame(where string, f sse.Frame) error {
+	if f.Event != "error" {
+		return fmt.Errorf("%s: the first data frame is event %q; want event: error with code cursor_expired, not a stream that pretends to be continuous (frame %q)", where, f.Event, rawHint(f))
+	}
+	r := &client.Response{Method: "SSE", URL: where, Status: 200, Body: []byte(f.Data)}
+	e, err := Envelope(r)
+	if err != nil {
+		return fmt.Errorf("%s: the error frame's data is not an error envelope: %v", where, err)
+	}
+	if e.Code != "cursor_expired" {
+		return fmt.Errorf("%s: the error frame's error.code = %q, want \"cursor_expired\"", where, e.Code)
+	}
+	return nil
+}
+
+func rawHint(f sse.Frame) string {
+	b := f.Raw
+	if len(b) > 160 {
+		return string(b[:160]) + "…"
+	}
+	return string(b)
+}

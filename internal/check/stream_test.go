@@ -1,0 +1,86 @@
+package check
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/sse"
+)
+
+func frame(raw string) sse.Frame {
+	rd := sse.NewReader(strings.NewReader(raw), sse.Options{})
+	f, err := rd.Next()
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+func TestEventStream(t *testing.T) {
+	ok := &client.Response{Method: "GET", URL: "http://h/v1/tasks/t/stream", Status: 200, Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}}
+	if err := EventStream(ok); err != nil {
+		t.Errorf("EventStream(ok) = %v", err)
+	}
+	plain := &client.Response{Method: "GET", URL: "http://h/v1/tasks/t/stream", Status: 200, Header: http.Header{"Content-Type": {"text/plain"}}}
+	if err := EventStream(plain); err == nil || !strings.Contains(err.Error(), `Content-Type = "text/plain"`) {
+		t.Errorf("EventStream(text/plain) = %v", err)
+	}
+	if err := EventStream(resp(404, `{}`)); err == nil || !strings.Contains(err.Error(), "status = 404") {
+		t.Errorf("EventStream(404) = %v", err)
+	}
+}
+
+func TestFrames(t *testing.T) {
+	good := "id: e1\r\nevent: task.started\r\n: keep-alive\r\ndata: " + evJSON("e1", "task.started", 1) + "\r\n\r\n"
+	f := frame(good)
+	if err := FrameFields("s", f); err != nil {
+		t.Errorf("FrameFields(good) = %v", err)
+	}
+	if e, err := FrameEvent("s", f); err != nil || e.ID != "e1" {
+		t.Errorf("FrameEvent(good) = %+v, %v", e, err)
+	}
+	// Multi-line data joins with LF, which is JSON whitespace.
+	ml := "id: e1\nevent: k\ndata: {\"id\":\"e1\",\"event\":\"k\",\ndata: \"resource\":{\"object\":\"task\",\"id\":\"t\"},\"created_at\":\"x\",\"sequence\":0,\"payload\":{}}\n\n"
+	if _, err := FrameEvent("s", frame(ml)); err != nil {
+		t.Errorf("FrameEvent(multi-line) = %v", err)
+	}
+	if err := FrameFields("s", frame("event: k\ndata: {}\n\n")); err == nil || !strings.Contains(err.Error(), "no id field") {
+		t.Errorf("FrameFields(no id) = %v", err)
+	}
+	if err := FrameFields("s", frame("id: 1\ndata: {}\n\n")); err == nil || !strings.Contains(err.Error(), "no event field") {
+		t.Errorf("FrameFields(no event) = %v", err)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{"id: e1\nevent: k\ndata: k e1\n\n", "not a JSON Event"},
+		{"id: e2\nevent: k\ndata: " + evJSON("e1", "k", 0) + "\n\n", `frame id "e2" carries event "e1"`},
+		{"id: e1\nevent: other\ndata: " + evJSON("e1", "k", 0) + "\n\n", `frame event "other" carries an event of kind "k"`},
+	} {
+		if _, err := FrameEvent("s", frame(tc.raw)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FrameEvent(%q) = %v, want %q", tc.raw, err, tc.want)
+		}
+	}
+	if id := FrameID(frame("event: k\ndata: " + evJSON("e7", "k", 0) + "\n\n")); id != "e7" {
+		t.Errorf("FrameID(no id field) = %q, want the data's id", id)
+	}
+	if id := FrameID(frame("id: e8\nevent: k\ndata: nope\n\n")); id != "e8" {
+		t.Errorf("FrameID(bad data) = %q, want the frame id", id)
+	}
+}
+
+func TestCursorExpiredFrame(t *testing.T) {
+	ok := "event: error\ndata: {\"error\":{\"code\":\"cursor_expired\",\"message\":\"m\",\"type\":\"request_error\"}}\n\n"
+	if err := CursorExpiredFrame("s", frame(ok)); err != nil {
+		t.Errorf("CursorExpiredFrame(ok) = %v", err)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{"id: 1\nevent: task.started\ndata: {}\n\n", `is event "task.started"`},
+		{"event: error\ndata: oops\n\n", "not an error envelope"},
+		{"event: error\ndata: {\"error\":{\"code\":\"internal_error\",\"message\":\"m\",\"type\":\"server_error\"}}\n\n", `"internal_error", want "cursor_expired"`},
+	} {
+		if err := CursorExpiredFrame("s", frame(tc.raw)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CursorExpiredFrame(%q) = %v, want %q", tc.raw, err, tc.want)
+		}
+	}
+}
