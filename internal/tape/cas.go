@@ -59,20 +59,14 @@ func (c CAS) Check(hash string, size int64) error {
 		return &Error{Name: c.Dir, Code: CodeCASCorrupt, Msg: err.Error()}
 	}
 	p := c.Path(hash)
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &Error{Name: p, Code: CodeCASMissing, Msg: "payload file is missing"}
-	}
+	f, err := c.Open(hash)
 	if err != nil {
-		return &Error{Name: p, Code: CodeIO, Msg: err.Error()}
+		return err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return &Error{Name: p, Code: CodeIO, Msg: err.Error()}
-	}
-	if !fi.Mode().IsRegular() {
-		return &Error{Name: p, Code: CodeCASCorrupt, Msg: "not a regular file"}
 	}
 	if size >= 0 && fi.Size() != size {
 		return &Error{Name: p, Code: CodeCASCorrupt, Msg: fmt.Sprintf("size = %d bytes, want len_bytes %d", fi.Size(), size)}
@@ -92,12 +86,30 @@ func (c CAS) Check(hash string, size int64) error {
 	return nil
 }
 
-// Open opens the stored payload for reading.
+// Open opens the stored payload for reading. It refuses anything but a
+// regular file before opening it: opening a FIFO planted in a sidecar
+// would block forever. Errors are *Errors (CodeCASMissing, CodeCASCorrupt,
+// CodeIO).
 func (c CAS) Open(hash string) (*os.File, error) {
 	if err := checkHash(hash); err != nil {
-		return nil, err
+		return nil, &Error{Name: c.Dir, Code: CodeCASCorrupt, Msg: err.Error()}
 	}
-	return os.Open(c.Path(hash))
+	p := c.Path(hash)
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Name: p, Code: CodeCASMissing, Msg: "payload file is missing"}
+	}
+	if err != nil {
+		return nil, &Error{Name: p, Code: CodeIO, Msg: err.Error()}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{Name: p, Code: CodeCASCorrupt, Msg: "not a regular file"}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &Error{Name: p, Code: CodeIO, Msg: err.Error()}
+	}
+	return f, nil
 }
 
 // Bytes returns a payload's raw bytes: the inline text, or the spilled
@@ -112,11 +124,8 @@ func (c CAS) Bytes(p Payload, max int64) ([]byte, error) {
 		return nil, &Error{Name: c.Dir, Code: CodeCASCorrupt, Msg: fmt.Sprintf("payload %s has len_bytes %d, over the %d allowed", p.Hash, p.Len, max)}
 	}
 	f, err := c.Open(p.Hash)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Name: c.Path(p.Hash), Code: CodeCASMissing, Msg: "payload file is missing"}
-	}
 	if err != nil {
-		return nil, &Error{Name: c.Dir, Code: CodeIO, Msg: err.Error()}
+		return nil, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, p.Len+1))
