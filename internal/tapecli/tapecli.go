@@ -141,6 +141,16 @@ func diff(args []string, stdout, stderr io.Writer) int {
 		return usage(stderr, "diff: --report needs a file name")
 	}
 
+	if opt.Mode == fidelity.PhaseAware {
+		// Phase-aware reads each tape once per phase. A pipe cannot be read
+		// twice, and a named FIFO reopened would block, so refuse them.
+		for _, p := range pos {
+			if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+				fmt.Fprintf(stderr, "conform tape diff: %s is not a regular file; phase-aware mode reads each tape twice\n", p)
+				return ExitUnreadable
+			}
+		}
+	}
 	rep, cmpErr := fidelity.Compare(fidelity.File(pos[0]), fidelity.File(pos[1]), opt)
 	if cmpErr != nil {
 		fmt.Fprintf(stderr, "conform tape diff: %v\n", cmpErr)

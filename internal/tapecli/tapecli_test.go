@@ -205,3 +205,10 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseAwareRefusesPipes(t *testing.T) {
+	code, _, errOut := run("diff", tp("all-kinds"), os.DevNull, "--mode", "phase-aware")
+	if code != ExitUnreadable || !strings.Contains(errOut, "not a regular file") {
+		t.Errorf("diff against %s: exit %d, stderr %q; want %d and a line saying it is not a regular file", os.DevNull, code, errOut, ExitUnreadable)
+	}
+}
