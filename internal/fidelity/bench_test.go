@@ -3,7 +3,11 @@ package fidelity
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/harn-conform/conform/internal/tape"
 )
@@ -62,6 +66,7 @@ func BenchmarkDiff100k(b *testing.B) {
 	for _, mode := range Modes {
 		b.Run(string(mode), func(b *testing.B) {
 			b.ReportAllocs()
+			defer peakHeap(b)()
 			for b.Loop() {
 				rep, err := Compare(File(pa), File(pb), Options{Mode: mode})
 				if err != nil {
@@ -91,6 +96,54 @@ func BenchmarkDiff100kDrift(b *testing.B) {
 		}
 		if !rep.Truncated {
 			b.Fatalf("report not truncated after %d divergences", rep.DivergenceCount)
+		}
+	}
+}
+
+// peakHeap samples the live heap while a benchmark runs and reports its
+// peak as "peak-heap-MiB". Streaming keeps it flat as tapes grow: compare
+// BenchmarkDiff100k with BenchmarkDiff10k.
+func peakHeap(b *testing.B) (stop func()) {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// BenchmarkDiff10k is BenchmarkDiff100k at a tenth of the size, to show
+// that peak heap does not grow with tape length.
+func BenchmarkDiff10k(b *testing.B) {
+	const n = 10000
+	dir := b.TempDir()
+	pa, pb := filepath.Join(dir, "a.tape"), filepath.Join(dir, "b.tape")
+	writeLarge(b, pa, n, 0)
+	writeLarge(b, pb, n, 0)
+	b.ReportAllocs()
+	defer peakHeap(b)()
+	for b.Loop() {
+		if _, err := Compare(File(pa), File(pb), Options{Mode: ByteIdentical}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
