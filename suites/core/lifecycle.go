@@ -1,0 +1,418 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("Task lifecycle", func() {
+	It("moves a plain task through allowed transitions, each recorded by a task state event", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		final, _ := f.awaitTerminal(ctx, id)
+		f.verifyLifecycle(ctx, id, final)
+	})
+
+	Context("driven by the scenario contract", func() {
+		BeforeEach(skipWithoutScenarios)
+
+		It("blocks in INPUT_REQUIRED until input arrives, then finishes, through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "input_required", "prompt": "conform: which file?"},
+				map[string]any{"op": "complete", "summary": "answered"},
+			})
+			f.driveTo(ctx, id, check.InputRequired)
+			f.answer(ctx, id, "input", map[string]any{"type": "text", "text": "README.md", "visibility": "public"})
+			final := f.driveTo(ctx, id, check.Completed)
+			f.verifyLifecycle(ctx, id, final)
+		})
+
+		It("blocks in AUTH_REQUIRED until confirmed, then finishes, through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "auth_required", "reason": "conform: connect the account"},
+				map[string]any{"op": "complete"},
+			})
+			f.driveTo(ctx, id, check.AuthRequired)
+			f.answer(ctx, id, "tool_confirmation", map[string]any{"type": "json", "value": map[string]any{"decision": "approve"}, "visibility": "public"})
+			final := f.driveTo(ctx, id, check.Completed)
+			f.verifyLifecycle(ctx, id, final)
+		})
+
+		It("fails a task through allowed transitions and says why", suite.Req("CORE-LIFE-001", "CORE-LIFE-002", "CORE-LIFE-003"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "work", "ms": 1},
+				map[string]any{"op": "fail", "code": "conform_failure", "message": "the scenario asked to fail"},
+			})
+			final := f.driveTo(ctx, id, check.Failed)
+			f.verifyLifecycle(ctx, id, final)
+			suite.Should("CORE-LIFE-003", f.failureVisible(ctx, id))
+		})
+
+		It("keeps a slow task WORKING and then completes it through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "work", "ms": 30},
+				map[string]any{"op": "complete"},
+			})
+			final := f.driveTo(ctx, id, check.Completed)
+			f.verifyLifecycle(ctx, id, final)
+		})
+	})
+})
+
+// skipWithoutScenarios skips a spec that needs a task in a given state when
+// the target does not implement the scenario contract (docs/scenarios.md).
+func skipWithoutScenarios() {
+	if suite.Env().Discovery.Scenarios() == "" {
+		Skip(`the target does not advertise the conform.scenarios contract (GET /v1 capabilities["conform.scenarios"]), so no task can be driven into this state`)
+	}
+}
+
+// pollEvery is the interval of status polls: a reference task changes state
+// within milliseconds, and each poll is one cheap local round trip.
+const pollEvery = 5 * time.Millisecond
+
+// flow is one spec's own workspace, session and tasks, with every task
+// status it has read, in order.
+type flow struct {
+	session string
+	reads   map[string][]string
+}
+
+// newFlow creates a workspace and a session for the spec. A target that
+// cannot do that cannot be checked further; the spec fails with the reason.
+func newFlow(ctx context.Context) *flow {
+	GinkgoHelper()
+	key := suite.Key("conform-life")
+	ws := created(ctx, client.Request{Method: "POST", Path: "/v1/workspaces", Body: map[string]any{"name": key, "root": "conform://" + key}})
+	se := created(ctx, client.Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}})
+	return &flow{session: se, reads: map[string][]string{}}
+}
+
+// created performs a setup write and returns the new resource's id. The
+// exact success code is other requirements' business: any 2xx will do.
+func created(ctx context.Context, req client.Request) string {
+	GinkgoHelper()
+	resp := suite.Do(ctx, req)
+	m, err := resp.Object()
+	id, _ := m["id"].(string)
+	if resp.Status/100 != 2 || err != nil || id == "" {
+		Fail(fmt.Sprintf("setup: %s did not create a resource with an id, so this spec cannot run%s", resp, hint(resp)))
+	}
+	return id
+}
+
+func hint(resp *client.Response) string {
+	if len(resp.Body) > 200 {
+		return fmt.Sprintf(" (body starts %q…)", resp.Body[:200])
+	}
+	return fmt.Sprintf(" (body %q)", resp.Body)
+}
+
+// submit submits a task to the flow's session: with steps, it carries a
+// conform.scenarios v1 scenario; without, the target's agent does whatever
+// it does with a short text input.
+func (f *flow) submit(ctx context.Context, steps []any) string {
+	GinkgoHelper()
+	body := map[string]any{"input": map[string]any{"role": "user",
+		"parts": []any{map[string]any{"type": "text", "text": "conform lifecycle probe", "visibility": "public"}}}}
+	if steps != nil {
+		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
+	}
+	resp := suite.Do(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + f.session + "/tasks", Body: body})
+	m, err := resp.Object()
+	id, _ := m["id"].(string)
+	if resp.Status/100 != 2 || err != nil || id == "" {
+		Fail(fmt.Sprintf("setup: %s did not accept the task%s", resp, hint(resp)))
+	}
+	if s, ok := m["status"].(string); ok {
+		f.reads[id] = append(f.reads[id], s)
+	}
+	return id
+}
+
+// get reads the task once and records its status.
+func (f *flow) get(ctx context.Context, id string) (map[string]any, *client.Response) {
+	GinkgoHelper()
+	resp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + id})
+	m, err := resp.Object()
+	if resp.Status != 200 || err != nil {
+		Fail(fmt.Sprintf("%s: could not read the task%s", resp, hint(resp)))
+	}
+	if s, ok := m["status"].(string); ok {
+		f.reads[id] = append(f.reads[id], s)
+	}
+	return m, resp
+}
+
+// await polls the task until its status satisfies want or the task timeout
+// passes; it returns the last task read and whether want was met.
+func (f *flow) await(ctx context.Context, id string, want func(string) bool) (map[string]any, bool) {
+	GinkgoHelper()
+	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		m, _ := f.get(ctx, id)
+		if s, _ := m["status"].(string); want(s) {
+			return m, true
+		}
+		if time.Now().After(deadline) {
+			return m, false
+		}
+		select {
+		case <-ctx.Done():
+			return m, false
+		case <-tick.C:
+		}
+	}
+}
+
+// awaitTerminal waits for the task to end. Observation-only checks use it:
+// a task that is still running at the deadline is not a failure of theirs,
+// they judge what they saw.
+func (f *flow) awaitTerminal(ctx context.Context, id string) (string, map[string]any) {
+	GinkgoHelper()
+	m, _ := f.await(ctx, id, check.Terminal)
+	s, _ := m["status"].(string)
+	return s, m
+}
+
+// driveTo waits for a scenario-driven task to reach status. The scenario
+// contract promises it, so not getting there is a lifecycle failure.
+func (f *flow) driveTo(ctx context.Context, id, status string) string {
+	GinkgoHelper()
+	if _, ok := f.await(ctx, id, func(s string) bool { return s == status || check.Terminal(s) }); !ok || f.last(id) != status {
+		suite.Must("CORE-LIFE-001", fmt.Errorf("GET /v1/tasks/%s: the scenario drives the task to %s, but within %s it read %s",
+			id, status, suite.Env().Config.Timeouts.Task, seqOf(f.reads[id])))
+	}
+	return status
+}
+
+func (f *flow) last(id string) string {
+	r := f.reads[id]
+	if len(r) == 0 {
+		return ""
+	}
+	return r[len(r)-1]
+}
+
+func seqOf(ss []string) string {
+	out := ""
+	prev := ""
+	for _, s := range ss {
+		if s == prev {
+			continue
+		}
+		if out != "" {
+			out += " → "
+		}
+		out += s
+		prev = s
+	}
+	if out == "" {
+		return "nothing"
+	}
+	return out
+}
+
+// answer posts a task message of the given kind with one part.
+func (f *flow) answer(ctx context.Context, id, kind string, part map[string]any) {
+	GinkgoHelper()
+	resp := suite.Do(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/messages",
+		Body: map[string]any{"kind": kind, "message": map[string]any{"role": "user", "parts": []any{part}}}})
+	if resp.Status/100 != 2 {
+		Fail(fmt.Sprintf("setup: %s did not take the %s message%s", resp, kind, hint(resp)))
+	}
+}
+
+// events reads a task's or session's whole event list (following pages, at
+// most a few) and checks every event's shape.
+func (f *flow) events(ctx context.Context, path string) ([]check.Event, error) {
+	GinkgoHelper()
+	var all []check.Event
+	q := url.Values{}
+	seen := map[string]bool{}
+	for range 20 {
+		resp := suite.Do(ctx, client.Request{Path: path, Query: q})
+		p, err := check.Events(resp)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, p.Events...)
+		if !p.HasMore || p.NextCursor == "" || seen[p.NextCursor] {
+			return all, nil
+		}
+		seen[p.NextCursor] = true
+		q = url.Values{"after_event_id": {p.NextCursor}}
+	}
+	return all, nil
+}
+
+// stateEventsUntil reads the task's events until its state events reach
+// final (a target may append the event a moment after the status changes),
+// within the stream timeout.
+func (f *flow) stateEventsUntil(ctx context.Context, id, final string) ([]check.Change, error) {
+	GinkgoHelper()
+	path := "/v1/tasks/" + id + "/events"
+	deadline := time.Now().Add(suite.Env().Config.Timeouts.Stream)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		evs, err := f.events(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := check.Changes(id, evs)
+		if err != nil || !check.KnownStatus(final) || (len(cs) > 0 && cs[len(cs)-1].To == final) || time.Now().After(deadline) {
+			return cs, err
+		}
+		select {
+		case <-ctx.Done():
+			return cs, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// verifyLifecycle checks a task's observed life three ways: the statuses
+// polled, the REST event list, and the task stream from its start.
+func (f *flow) verifyLifecycle(ctx context.Context, id, final string) {
+	GinkgoHelper()
+	task := "/v1/tasks/" + id
+	suite.Check("CORE-LIFE-001", check.Polled("GET "+task, f.reads[id]))
+	cs, err := f.stateEventsUntil(ctx, id, final)
+	if err != nil {
+		suite.Check("CORE-LIFE-002", err)
+		return
+	}
+	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/events", cs))
+	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/events", cs, f.reads[id], final))
+
+	if !check.Terminal(final) {
+		return // a task still running at the deadline: its stream would not end either
+	}
+	// The same story on the task stream. A stream that is not one, or whose
+	// frames cannot be read, is reported under the SSE requirements only.
+	rd := readStream(ctx, task+"/stream", "", func(rd *stream) bool {
+		scs, _ := check.Changes(id, rd.events)
+		return rd.badFrame != nil || len(scs) > 0 && scs[len(scs)-1].To == final
+	})
+	if rd.notStream != nil {
+		suite.Check("CORE-SSE-001", rd.notStream)
+		return
+	}
+	if rd.badFrame != nil {
+		suite.Check("CORE-SSE-003", rd.badFrame)
+		return
+	}
+	scs, err := check.Changes(id, rd.events)
+	if err != nil {
+		suite.Check("CORE-LIFE-002", fmt.Errorf("GET %s/stream: %w", task, err))
+		return
+	}
+	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/stream", scs))
+	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/stream", scs, nil, final))
+}
+
+// failureVisible looks for why a FAILED task failed: a failure on the task
+// or something on its task.failed event.
+func (f *flow) failureVisible(ctx context.Context, id string) error {
+	GinkgoHelper()
+	m, resp := f.get(ctx, id)
+	if fl, ok := m["failure"].(map[string]any); ok && len(fl) > 0 {
+		return nil
+	}
+	evs, err := f.events(ctx, "/v1/tasks/"+id+"/events")
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		if e.Kind == "task.failed" {
+			for _, k := range []string{"failure", "error", "reason", "message"} {
+				if v, ok := e.Payload[k]; ok && v != nil && v != "" {
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("%s: the task is FAILED but neither its failure field nor its task.failed event says why", resp)
+}
+
+// stream is what a bounded read of an SSE stream saw.
+type stream struct {
+	resp      *client.Response
+	frames    int           // data frames read
+	events    []check.Event // their decoded Events, when all decoded
+	ids       []string      // the event id each data frame stands for
+	noID      error         // the first framing failure (id/event missing)
+	badFrame  error         // the first data failure (not a JSON Event of the frame)
+	notStream error         // the answer was not a 200 event stream
+	closed    bool          // the server ended the stream
+	timedOut  bool          // the stream timeout passed first
+}
+
+// readStream opens an SSE stream (resuming from lastID when set) and reads
+// data frames until done (asked after each frame) says enough, the server
+// closes, or the stream timeout passes. Transport failures end the spec with an error verdict.
+func readStream(ctx context.Context, path, lastID string, done func(*stream) bool) *stream {
+	GinkgoHelper()
+	req := client.Request{Path: path}
+	if lastID != "" {
+		req.Header = map[string][]string{"Last-Event-ID": {lastID}}
+	}
+	sctx, cancel := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
+	defer cancel()
+	s, err := suite.Client().Stream(sctx, req)
+	suite.Transport(err)
+	defer s.Close()
+	rd := &stream{resp: s.Response}
+	if err := check.EventStream(s.Response); err != nil {
+		rd.notStream = err
+		return rd
+	}
+	where := "GET " + path
+	for {
+		fr, err := s.NextEvent(sctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			rd.closed = true
+			return rd
+		case errors.Is(err, client.ErrStreamTimeout):
+			rd.timedOut = true
+			return rd
+		case err != nil:
+			rd.badFrame = fmt.Errorf("%s: reading the stream: %w", where, err)
+			return rd
+		}
+		rd.frames++
+		rd.ids = append(rd.ids, check.FrameID(fr))
+		if err := check.FrameFields(where, fr); err != nil && rd.noID == nil {
+			rd.noID = err
+		}
+		e, err := check.FrameEvent(where, fr)
+		if err != nil {
+			if rd.badFrame == nil {
+				rd.badFrame = err
+			}
+		} else if rd.badFrame == nil {
+			rd.events = append(rd.events, e)
+		}
+		if done != nil && done(rd) {
+			return rd
+		}
+	}
+}
