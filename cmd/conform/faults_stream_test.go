@@ -1,0 +1,41 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/harn-conform/conform/refharness"
+)
+
+// Lifecycle, cancellation, outcome, event and SSE faults: each must fail
+// exactly the requirements it names (plus the tolerated ones, which observe
+// the same broken behaviour from another side).
+var streamFaults = []faultCase{
+	{Fault: refharness.FaultIllegalTransition, Fails: []string{"CORE-LIFE-001"}},
+	{Fault: refharness.FaultSkipTransitionEvent, Fails: []string{"CORE-LIFE-002"}},
+}
+
+func TestStreamFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	for _, tc := range streamFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			t.Parallel()
+			assertFaultCaught(t, tc, "core")
+		})
+	}
+}
+
+// Legal but unusual stream framing and cancel answers must pass.
+func TestStreamVariantsPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per variant")
+	}
+	for _, v := range []refharness.Variant{refharness.VariantCRLF, refharness.VariantKeepAliveEveryFrame,
+		refharness.VariantMultilineData, refharness.VariantCancelTerminalConflict} {
+		t.Run(string(v), func(t *testing.T) {
+			t.Parallel()
+			assertVariantPasses(t, v, "core")
+		})
+	}
+}
