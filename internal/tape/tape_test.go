@@ -317,6 +317,28 @@ func TestValidateGolden(t *testing.T) {
 	if rep.Records != 15 || rep.Payloads != 3 {
 		t.Errorf("all-kinds: %d records, %d spilled payloads, want 15 and 3", rep.Records, rep.Payloads)
 	}
+
+	// Four spilled references, three distinct payloads, three files: the
+	// LLM response served twice is stored once.
+	tp, err := Load(golden("all-kinds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	for _, r := range tp.Records {
+		for _, np := range r.Payloads() {
+			if np.Payload.Spilled {
+				refs++
+			}
+		}
+	}
+	files, err := os.ReadDir(CASDir(golden("all-kinds")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs != 4 || len(files) != 3 {
+		t.Errorf("all-kinds: %d spilled references and %d sidecar files, want 4 and 3", refs, len(files))
+	}
 }
 
 func TestValidateSidecarExtras(t *testing.T) {
