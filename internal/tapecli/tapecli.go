@@ -67,8 +67,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return usage(stderr, fmt.Sprintf("unknown command %q: want diff or validate", args[0]))
 }
 
+// shortUsage follows a usage error; `conform tape help` prints Usage.
+const shortUsage = `usage:
+  conform tape diff A B [--mode byte-identical|semantic|outcome|phase-aware] [--report FILE] [--max-divergences N]
+  conform tape validate FILE...
+exit status: 0 equal/valid, 2 divergences, 3 unreadable or invalid input, 4 usage error
+(conform tape help explains more)
+`
+
 func usage(stderr io.Writer, problem string) int {
-	fmt.Fprintf(stderr, "conform tape: %s\n\n%s", problem, Usage)
+	fmt.Fprintf(stderr, "conform tape: %s\n%s", problem, shortUsage)
 	return ExitUsage
 }
 
