@@ -171,6 +171,9 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 	ka := time.NewTicker(s.opts.KeepAlive)
 	defer ka.Stop()
 	for {
+		if c.r.Context().Err() != nil || s.ctx.Err() != nil {
+			return // also between batches of a long replay
+		}
 		s.mu.RLock()
 		evs, more := s.st.eventsAfter(sel, after, sseBatch)
 		wake := s.notify
