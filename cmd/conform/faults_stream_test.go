@@ -12,6 +12,11 @@ import (
 var streamFaults = []faultCase{
 	{Fault: refharness.FaultIllegalTransition, Fails: []string{"CORE-LIFE-001"}},
 	{Fault: refharness.FaultSkipTransitionEvent, Fails: []string{"CORE-LIFE-002"}},
+	// A completed task turned CANCELED keeps its completed_at: the same
+	// broken cancel, seen on the task's fields.
+	{Fault: refharness.FaultTerminalTaskMutable, Fails: []string{"CORE-CANCEL-002"}, Tolerated: []string{"CORE-CANCEL-003"}},
+	{Fault: refharness.FaultCompletedAfterCancel, Fails: []string{"CORE-CANCEL-001"}},
+	{Fault: refharness.FaultCanceledHasCompletedAt, Fails: []string{"CORE-CANCEL-003"}},
 }
 
 func TestStreamFaultsCaught(t *testing.T) {

@@ -2,8 +2,11 @@ package check
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/client"
 )
 
 // Task statuses (narrative spec, "Task lifecycle").
@@ -284,6 +287,37 @@ func OutcomeMatches(where string, outcome map[string]any, taskID, taskStatus str
 	}
 	if want, ok := OutcomeStatus[taskStatus]; ok && st != want {
 		return fmt.Errorf("%s: outcome status is %s for a %s task, want %s", where, st, taskStatus, want)
+	}
+	return nil
+}
+
+// Refused checks a refusal: the status is one of statuses and, when the
+// body is an error envelope, its code is one of codes. A body that is not
+// an envelope is the error-envelope checks' business, so it is not judged
+// here (one broken behaviour, one failed requirement).
+func Refused(resp *client.Response, statuses []int, codes ...string) error {
+	if err := Status(resp, statuses...); err != nil {
+		return err
+	}
+	e, err := Envelope(resp)
+	if err == nil && len(codes) > 0 && !slices.Contains(codes, e.Code) {
+		return fmt.Errorf("%s: error.code = %q, want %s", resp, e.Code, orList(quoted(codes)))
+	}
+	return nil
+}
+
+// Unchanged checks that the named fields of a resource read before and
+// after an operation are equal (absent and null count as the same).
+func Unchanged(where string, before, after map[string]any, fields ...string) error {
+	var diffs []string
+	for _, f := range fields {
+		b, a := before[f], after[f]
+		if !reflect.DeepEqual(b, a) {
+			diffs = append(diffs, fmt.Sprintf("%s %s → %s", f, compact(b), compact(a)))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s: the task changed: %s; want it exactly as it was", where, strings.Join(diffs, ", "))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -177,5 +178,36 @@ func TestOutcomeMatches(t *testing.T) {
 		if err := OutcomeMatches("x", tc.o, "t1", tc.task); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("OutcomeMatches(%v) = %v, want %q", tc.o, err, tc.want)
 		}
+	}
+}
+
+func TestRefused(t *testing.T) {
+	env := `{"error":{"code":"%s","message":"m","type":"request_error"}}`
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{400, fmt.Sprintf(env, "invalid_state_transition"), ""},
+		{409, fmt.Sprintf(env, "conflict"), ""},
+		{409, "task is terminal", ""},
+		{200, `{"status":"CANCELED"}`, "status = 200, want 400 or 409"},
+		{400, fmt.Sprintf(env, "invalid_request"), `error.code = "invalid_request"`},
+	} {
+		err := Refused(resp(tc.status, tc.body), []int{400, 409}, "invalid_state_transition", "conflict")
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
+			t.Errorf("Refused(%d %s) = %v, want %q", tc.status, tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestUnchanged(t *testing.T) {
+	a := map[string]any{"status": "COMPLETED", "updated_at": "t1", "canceled_at": nil}
+	if err := Unchanged("x", a, map[string]any{"status": "COMPLETED", "updated_at": "t1", "extra": 1}, "status", "updated_at", "canceled_at"); err != nil {
+		t.Errorf("Unchanged(same) = %v", err)
+	}
+	err := Unchanged("x", a, map[string]any{"status": "CANCELED", "updated_at": "t2", "canceled_at": "t2"}, "status", "updated_at", "canceled_at")
+	if err == nil || !strings.Contains(err.Error(), `status "COMPLETED" → "CANCELED"`) || !strings.Contains(err.Error(), "canceled_at null → \"t2\"") {
+		t.Errorf("Unchanged(changed) = %v", err)
 	}
 }

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("Task cancellation", func() {
+	It("refuses to cancel a finished task and leaves it exactly as it was", suite.Req("CORE-CANCEL-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		final, before := f.awaitTerminal(ctx, id)
+		if !check.Terminal(final) {
+			Skip(fmt.Sprintf("the target's agent did not finish a plain task within %s (last read %s), so there is no terminal task to cancel", suite.Env().Config.Timeouts.Task, final))
+		}
+		f.refuseTerminalCancel(ctx, id, before)
+	})
+
+	It("never shows COMPLETED after CANCELED when a cancel races a short task", suite.Req("CORE-CANCEL-001", "CORE-CANCEL-002", "CORE-CANCEL-003"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		// Submit and cancel at once: each round lands before, during or after
+		// the task's end; every outcome is legal but the ones checked below.
+		const rounds = 3
+		ids := make([]string, rounds)
+		for i := range ids {
+			ids[i] = f.submit(ctx, nil)
+			resp, body := f.cancel(ctx, ids[i])
+			if resp.Status == 200 {
+				suite.Check("CORE-CANCEL-003", check.NoCompletedAt(resp.String(), body))
+				continue
+			}
+			suite.Check("CORE-CANCEL-001", check.Refused(resp, []int{400, 409}))
+		}
+		// A fence: a task submitted after every cancel, run to its end, gives
+		// the raced tasks time to (wrongly) finish after their cancel.
+		f.awaitTerminal(ctx, f.submit(ctx, nil))
+		for _, id := range ids {
+			f.awaitTerminal(ctx, id)
+			f.verifyCanceledHolds(ctx, id)
+		}
+	})
+
+	Context("driven by the scenario contract", func() {
+		BeforeEach(skipWithoutScenarios)
+
+		It("cancels a running task with 200 and the Task, and nothing replaces CANCELED", suite.Req("CORE-CANCEL-001", "CORE-CANCEL-003"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id, ms := f.cancelWhileWorking(ctx)
+			final, _ := f.awaitTerminal(ctx, id)
+			if final == check.Completed && !contains(f.reads[id], check.Canceled) {
+				// Cancellation is cooperative: the task may finish first.
+				Skip("the task completed before the cancel took effect; nothing to check")
+			}
+			// The fence: the same work, started after the cancel, ends after
+			// the canceled task would have ended had the cancel not held.
+			f.awaitTerminal(ctx, f.submit(ctx, workThenComplete(ms)))
+			f.verifyCanceledHolds(ctx, id)
+		})
+
+		It("refuses to cancel a FAILED task and leaves it exactly as it was", suite.Req("CORE-CANCEL-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{map[string]any{"op": "fail", "code": "conform_failure"}})
+			f.driveTo(ctx, id, check.Failed)
+			before, _ := f.get(ctx, id)
+			f.refuseTerminalCancel(ctx, id, before)
+		})
+	})
+})
+
+func workThenComplete(ms int) []any {
+	return []any{map[string]any{"op": "work", "ms": ms}, map[string]any{"op": "complete", "summary": "worked"}}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// cancel asks to cancel a task; a 200 body's status joins the task's reads.
+func (f *flow) cancel(ctx context.Context, id string) (*client.Response, map[string]any) {
+	GinkgoHelper()
+	resp := suite.Do(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/cancel", Body: map[string]any{"reason": "conform cancel probe"}})
+	body, _ := resp.Object()
+	if s, ok := body["status"].(string); ok && resp.Status == 200 {
+		f.reads[id] = append(f.reads[id], s)
+	}
+	return resp, body
+}
+
+// cancelWhileWorking submits a task that works for a while, waits until it
+// is WORKING and cancels it, checking the cancel answer. If the task ends
+// before the cancel arrives (a loaded machine), it tries once more with
+// longer work. It returns the task and its work duration.
+func (f *flow) cancelWhileWorking(ctx context.Context) (string, int) {
+	GinkgoHelper()
+	for _, ms := range []int{60, 1000} {
+		id := f.submit(ctx, workThenComplete(ms))
+		if _, ok := f.await(ctx, id, func(s string) bool { return s == check.Working || check.Terminal(s) }); !ok || f.last(id) != check.Working {
+			continue
+		}
+		resp, body := f.cancel(ctx, id)
+		if resp.Status != 200 && check.Terminal(f.lastRead(ctx, id)) && f.last(id) != check.Canceled {
+			continue // it finished first; cancellation is cooperative
+		}
+		suite.Must("CORE-CANCEL-001", check.Status(resp, 200))
+		if got, _ := body["id"].(string); got != id {
+			suite.Must("CORE-CANCEL-001", fmt.Errorf("%s: the answer's id is %q, want the Task %s", resp, got, id))
+		}
+		suite.Check("CORE-CANCEL-003", check.NoCompletedAt(resp.String(), body))
+		return id, ms
+	}
+	Fail("setup: could not catch a scenario task WORKING to cancel it (reads: " + fmt.Sprint(f.reads) + ")")
+	return "", 0
+}
+
+func (f *flow) lastRead(ctx context.Context, id string) string {
+	GinkgoHelper()
+	f.get(ctx, id)
+	return f.last(id)
+}
+
+// verifyCanceledHolds checks a task after its cancel settled: once CANCELED
+// was seen (in a read or an event), nothing else follows; a CANCELED task
+// has no completed_at and no success Outcome; and no cancel moved an
+// already-finished task.
+func (f *flow) verifyCanceledHolds(ctx context.Context, id string) {
+	GinkgoHelper()
+	m, resp := f.get(ctx, id)
+	where := "GET /v1/tasks/" + id
+	suite.Check("CORE-CANCEL-001", check.StaysCanceled(where, f.reads[id]))
+	suite.Check("CORE-CANCEL-003", check.NoCompletedAt(where, m))
+	evs, err := f.events(ctx, where+"/events")
+	if err != nil {
+		return // the event list's own shape is the event checks' business
+	}
+	cs, err := check.Changes(id, evs)
+	if err != nil {
+		return
+	}
+	states := check.ChangeStatuses(cs)
+	suite.Check("CORE-CANCEL-001", check.StaysCanceled(where+"/events", states))
+	for i := 1; i < len(states); i++ {
+		if states[i] == check.Canceled && (states[i-1] == check.Completed || states[i-1] == check.Failed) {
+			suite.Check("CORE-CANCEL-002", fmt.Errorf("%s/events: the task was %s and a cancel then moved it to CANCELED (event %s); a terminal task must stay as it is",
+				where, states[i-1], cs[i]))
+		}
+	}
+	if m["status"] == check.Canceled {
+		if oid, ok := m["outcome_id"].(string); ok && oid != "" {
+			o := suite.Do(ctx, client.Request{Path: "/v1/outcomes/" + oid})
+			if om, err := o.Object(); err == nil && o.Status == 200 && om["status"] == "SUCCEEDED" {
+				suite.Check("CORE-CANCEL-001", fmt.Errorf("%s: the CANCELED task's outcome %s is SUCCEEDED; no success Outcome may replace CANCELED (%s)", where, oid, resp))
+			}
+		}
+	}
+}
+
+// refuseTerminalCancel asks to cancel a terminal task and checks the refusal
+// and that neither the task nor its events changed.
+func (f *flow) refuseTerminalCancel(ctx context.Context, id string, before map[string]any) {
+	GinkgoHelper()
+	where := "GET /v1/tasks/" + id
+	evsBefore, errBefore := f.events(ctx, where+"/events")
+	resp, _ := f.cancel(ctx, id)
+	suite.Check("CORE-CANCEL-002", check.Refused(resp, []int{400, 409}, "invalid_state_transition", "conflict"))
+	after, _ := f.get(ctx, id)
+	suite.Check("CORE-CANCEL-002", check.Unchanged(where+" after "+resp.String(), before, after,
+		"status", "updated_at", "completed_at", "canceled_at", "outcome_id"))
+	evsAfter, errAfter := f.events(ctx, where+"/events")
+	if errBefore != nil || errAfter != nil {
+		return
+	}
+	csBefore, _ := check.Changes(id, evsBefore)
+	csAfter, _ := check.Changes(id, evsAfter)
+	if len(csAfter) > len(csBefore) {
+		suite.Check("CORE-CANCEL-002", fmt.Errorf("%s/events: after %s a new task state event appeared (%s); a refused cancel changes nothing",
+			where, resp, csAfter[len(csBefore)]))
+	}
+}
