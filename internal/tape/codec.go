@@ -70,7 +70,15 @@ var fieldIDs = func() map[string]field {
 // that kind as unknown. A null value counts as absent.
 type wireLine struct {
 	line []byte
-	span [numFields]struct{ start, end int }
+	span [numFields]span
+}
+
+// span locates one value in the line. A string value is decoded while the
+// line is scanned and kept in text, so it is not scanned twice.
+type span struct {
+	start, end int
+	isString   bool
+	text       []byte
 }
 
 // envelope names the fields every record carries; an unknown kind keeps
@@ -96,7 +104,7 @@ func badf(format string, args ...any) error {
 // known key's value is. A repeated key keeps its last value.
 func decodeLine(line []byte, w *wireLine) error {
 	w.line = line
-	w.span = [numFields]struct{ start, end int }{}
+	w.span = [numFields]span{}
 	s := scanner{b: line}
 	if s.peek() != '{' {
 		return badf("not valid JSON: want an object")
@@ -105,17 +113,23 @@ func decodeLine(line []byte, w *wireLine) error {
 		f, known := fieldIDs[string(key)]
 		s.ws()
 		start := s.i
-		isNull := s.null()
-		if !isNull {
+		switch {
+		case s.null():
+			if known {
+				w.span[f] = span{}
+			}
+		case known && s.peek() == '"':
+			text, err := s.rawString()
+			if err != nil {
+				return err
+			}
+			w.span[f] = span{start: start, end: s.i, isString: true, text: text}
+		default:
 			if err := s.skip(0); err != nil {
 				return err
 			}
-		}
-		if known {
-			if isNull {
-				w.span[f].start, w.span[f].end = 0, 0
-			} else {
-				w.span[f].start, w.span[f].end = start, s.i
+			if known {
+				w.span[f] = span{start: start, end: s.i}
 			}
 		}
 		return nil
@@ -139,11 +153,10 @@ func (w *wireLine) str(kind string, f field) (string, error) {
 	if !w.has(f) {
 		return "", badf("%s: missing field %q", kind, fieldNames[f])
 	}
-	sc := w.sub(f)
-	if sc.peek() != '"' {
+	if !w.span[f].isString {
 		return "", badf("%s: %s: want a string", kind, fieldNames[f])
 	}
-	return sc.str()
+	return string(w.span[f].text), nil
 }
 
 // optStr is str for a field that may be absent or null.

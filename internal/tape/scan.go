@@ -105,13 +105,18 @@ func (s *scanner) rawString() ([]byte, error) {
 	}
 	s.i++
 	start := s.i
+	ascii := true
 	for s.i < len(s.b) {
 		c := s.b[s.i]
+		if plain[c] {
+			s.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			out := s.b[start:s.i]
 			s.i++
-			if !utf8.Valid(out) {
+			if !ascii && !utf8.Valid(out) {
 				out = replaceInvalid(out)
 			}
 			return out, nil
@@ -120,10 +125,20 @@ func (s *scanner) rawString() ([]byte, error) {
 		case c < 0x20:
 			return nil, s.errf("control character %#x in string", c)
 		}
+		ascii = false // c >= 0x80
 		s.i++
 	}
 	return nil, s.errf("unterminated string")
 }
+
+// plain marks the bytes a string can hold with no further thought: ASCII
+// other than the quote, the backslash and control characters.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func (s *scanner) unescape(start int) ([]byte, error) {
 	out := append([]byte(nil), s.b[start:s.i]...)
