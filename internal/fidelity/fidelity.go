@@ -29,7 +29,9 @@ const (
 	PhaseAware    Mode = "phase-aware"
 )
 
-// Modes lists the modes from strictest to loosest record comparison.
+// Modes lists the four modes, the default (byte-identical) first.
+// Phase-aware and semantic are not ordered: each ignores something the
+// other compares.
 var Modes = []Mode{ByteIdentical, PhaseAware, Semantic, Outcome}
 
 // ParseMode parses a mode name.
@@ -54,7 +56,8 @@ type Options struct {
 	MaxDivergences int
 }
 
-// Compare compares tape A with tape B. It always returns a report. The
+// Compare compares tape A with tape B. Given a known mode it always
+// returns a report; an unknown mode is the only way to get none. The
 // error is non-nil when a tape could not be read to the end; the report
 // then has status "error" and a version_unsupported or unreadable_input
 // divergence naming the input, and errors.As finds the *tape.Error.
@@ -148,8 +151,9 @@ func (s *stream) next() (tape.Record, bool, error) {
 	}
 }
 
-// open opens both tapes. On failure it records an input divergence for
-// each side that failed and returns the first error.
+// open opens both tapes and reads their headers. On failure it records an
+// input divergence for each side that failed and returns the errors
+// joined (errors.As still finds each *tape.Error).
 func (c *comparison) open(a, b Source, keep func(tape.Record) bool) (sa, sb *stream, err error) {
 	sa, errA := openStream(a, keep)
 	sb, errB := openStream(b, keep)
