@@ -1,0 +1,31 @@
+package core
+
+import (
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("Discovery", func() {
+	It("serves the discovery document at GET /v1", suite.Req("CORE-DISC-001"), func(ctx SpecContext) {
+		resp := suite.Do(ctx, client.Request{Path: "/v1", NoAuth: true}, "CORE-DISC-001")
+		suite.Must("CORE-DISC-001", check.Status(resp, http.StatusOK))
+		m, err := resp.Object()
+		suite.Must("CORE-DISC-001", err)
+		suite.Check("CORE-DISC-001", check.Discovery(resp, m, suite.Env().Config.ProtocolVersion))
+	})
+
+	It("serves a HarnAgentCard at GET /v1/agent-card", suite.Req("CORE-CARD-001", "CORE-CARD-002", "CORE-READ-002"), func(ctx SpecContext) {
+		resp := suite.Do(ctx, client.Request{Path: "/v1/agent-card", NoAuth: true}, "CORE-CARD-001")
+		suite.Must("CORE-CARD-001", check.Status(resp, http.StatusOK))
+		card, err := resp.Object()
+		suite.Must("CORE-CARD-001", err)
+		suite.Check("CORE-CARD-001", check.AgentCard(resp, card, suite.Env().Discovery.SupportedVersions))
+		suite.Check("CORE-READ-002", check.Timestamps(resp, card))
+		suite.Should("CORE-CARD-002", check.A2ACard(resp, card))
+	})
+})

@@ -1,0 +1,82 @@
+package core
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// oversize builds a syntactically valid JSON submit body of about n bytes
+// that lacks its required input, so a target that reads it anyway refuses
+// it with 400 and creates nothing.
+func oversize(n int) []byte {
+	var b bytes.Buffer
+	b.Grow(n + 64)
+	b.WriteString(`{"metadata":{"conform.padding":"`)
+	b.Write(bytes.Repeat([]byte("x"), n))
+	b.WriteString(`"}}`)
+	return b.Bytes()
+}
+
+var _ = Describe("Errors", func() {
+	It("answers unknown ids with 404 resource_not_found", suite.Req("CORE-ERR-001", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
+		missing := suite.Key("conform-missing")
+		for _, path := range []string{"/v1/tasks/", "/v1/sessions/", "/v1/messages/", "/v1/artifacts/", "/v1/outcomes/", "/v1/events/"} {
+			resp := suite.Do(ctx, client.Request{Path: path + missing}, "CORE-ERR-001")
+			expectError(resp, "CORE-ERR-001", http.StatusNotFound, "resource_not_found")
+		}
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + missing + "/tasks", Body: echoTask("nowhere")}, "CORE-ERR-001")
+		expectError(resp, "CORE-ERR-001", http.StatusNotFound, "resource_not_found")
+	})
+
+	It("refuses malformed request bodies with 400 invalid_request naming the field", suite.Req("CORE-ERR-004", "CORE-ERR-005", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-ERR-004")
+		tasks := "/v1/sessions/" + sess + "/tasks"
+		for _, tc := range []struct {
+			name, path string
+			raw        string
+			field      string // "" when no single field is at fault
+		}{
+			{"not JSON", tasks, `{"input": {"role": "user",`, ""},
+			{"a JSON array", tasks, `[]`, ""},
+			{"input of the wrong type", tasks, `{"input": 42}`, "input"},
+			{"no input", tasks, `{"metadata": {}}`, "input"},
+			{"no session_id", "/v1/tasks", `{"input": {"role": "user", "parts": [{"type": "text", "text": "x", "visibility": "public"}]}}`, "session_id"},
+			{"a message role of the wrong type", "/v1/sessions/" + sess + "/messages", `{"message": {"role": 7, "parts": []}}`, "role"},
+		} {
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: tc.path, RawBody: []byte(tc.raw)}, "CORE-ERR-004")
+			e, ok := expectError(resp, "CORE-ERR-004", http.StatusBadRequest, "invalid_request")
+			if ok && tc.field != "" {
+				if err := check.ParamNames(resp, e, tc.field); err != nil {
+					suite.Should("CORE-ERR-005", fmt.Errorf("%s: %w", tc.name, err))
+				}
+			}
+		}
+	})
+
+	It("refuses an oversize body with 413 payload_too_large", suite.Req("CORE-ERR-006", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-ERR-006")
+		var seen []string
+		// 2 MiB first (over the common 1 MiB limit); a target with a larger
+		// limit gets 16 MiB, the most this suite sends.
+		for _, n := range []int{2 << 20, 16 << 20} {
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", RawBody: oversize(n)}, "CORE-ERR-006")
+			if resp.Status == http.StatusRequestEntityTooLarge {
+				expectError(resp, "CORE-ERR-006", http.StatusRequestEntityTooLarge, "payload_too_large")
+				return
+			}
+			if resp.Status >= 400 {
+				observeError(resp)
+			}
+			seen = append(seen, fmt.Sprintf("%d MiB → %d", n>>20, resp.Status))
+		}
+		suite.Check("CORE-ERR-006", fmt.Errorf("POST /v1/sessions/%s/tasks with oversize bodies: %s, want 413 payload_too_large by 16 MiB at the latest", sess, strings.Join(seen, ", ")))
+	})
+})

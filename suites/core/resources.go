@@ -1,0 +1,373 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// Requirement ids the REST helpers record under, whichever spec calls them.
+const (
+	reqEnvelope  = "CORE-READ-001"
+	reqTimes     = "CORE-READ-002"
+	reqObject    = "CORE-READ-003"
+	reqEnums     = "CORE-READ-009"
+	reqErrShape  = "CORE-ERR-002"
+	reqErrTable  = "CORE-ERR-003"
+	reqNoKeyEcho = "CORE-AUTH-004"
+)
+
+// fieldsReq is the requirement that lists a kind's required fields.
+var fieldsReq = map[string]string{
+	"task": "CORE-READ-004", "session": "CORE-READ-005", "message": "CORE-READ-006",
+	"artifact": "CORE-READ-007", "outcome": "CORE-READ-008",
+}
+
+// observeResource records the shape checks of one resource read: envelope,
+// timestamps, discriminator, the kind's required fields, and its enums.
+// They are soft: each names its own requirement and the spec goes on.
+func observeResource(resp *client.Response, kind string, m map[string]any) {
+	suite.Check(reqEnvelope, check.ResourceEnvelope(resp, m))
+	suite.Check(reqTimes, check.Timestamps(resp, m))
+	suite.Check(reqObject, check.Discriminator(resp, m, kind))
+	if id, ok := fieldsReq[kind]; ok {
+		suite.Check(id, check.Fields(resp, kind, m))
+	}
+	if kind == "task" {
+		suite.Check(fieldsReq[kind], check.TaskStatusKnown(resp, m))
+	}
+	suite.Should(reqEnums, check.Enums(resp, kind, m))
+}
+
+// observeError records the checks every error answer gets: the envelope,
+// the code↔status table and the type, and no API key in it. It returns the
+// decoded error, and false when there is none to read a code from.
+func observeError(resp *client.Response) (check.APIError, bool) {
+	suite.Check(reqNoKeyEcho, check.NoSecret(resp, suite.Env().Redactor.Contains))
+	e, err := check.Envelope(resp)
+	if err != nil {
+		suite.Check(reqErrShape, err)
+		return e, false
+	}
+	suite.Check(reqErrTable, check.Consistent(resp, e))
+	suite.Check(reqErrTable, check.TypeFits(resp, e))
+	return e, true
+}
+
+// expectError records an expected error answer: the status and the code
+// under req, everything observeError checks under its own ids. A missing
+// envelope is the envelope requirement's failure only, so req is judged on
+// the status alone then. It reports whether status and code were right.
+func expectError(resp *client.Response, req string, status int, codes ...string) (check.APIError, bool) {
+	if err := check.Status(resp, status); err != nil {
+		suite.Check(req, err)
+		if resp.Status >= 400 {
+			observeError(resp)
+		}
+		return check.APIError{}, false
+	}
+	e, ok := observeError(resp)
+	if !ok {
+		return e, false
+	}
+	if len(codes) > 0 && !slices.Contains(codes, e.Code) {
+		suite.Check(req, fmt.Errorf("%s: error.code = %q, want %s", resp, e.Code, orQuoted(codes)))
+		return e, false
+	}
+	return e, true
+}
+
+func orQuoted(xs []string) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += " or "
+		}
+		s += fmt.Sprintf("%q", x)
+	}
+	return s
+}
+
+// readObject GETs path and decodes a JSON object; anything else ends the
+// spec as req's failure.
+func readObject(ctx context.Context, req, path string, query url.Values) (*client.Response, map[string]any) {
+	GinkgoHelper()
+	resp := suite.Do(ctx, client.Request{Path: path, Query: query}, req)
+	suite.Must(req, check.Status(resp, http.StatusOK))
+	m, err := resp.Object()
+	suite.Must(req, err)
+	return resp, m
+}
+
+// succeeded ends the spec as req's failure unless resp is a 2xx JSON object.
+func succeeded(req string, resp *client.Response) map[string]any {
+	GinkgoHelper()
+	if resp.Status < 200 || resp.Status > 299 {
+		observeError(resp)
+		suite.Must(req, check.Status(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted))
+	}
+	m, err := resp.Object()
+	suite.Must(req, err)
+	if id, _ := m["id"].(string); id == "" {
+		suite.Must(req, fmt.Errorf("%s: the created resource has no id", resp))
+	}
+	return m
+}
+
+// workspaceFor finds a workspace to own the spec's sessions: a new one when
+// the target lets clients create workspaces (an Extended resource), else the
+// first one it lists. Core targets must make one of the two possible, since
+// a Session needs a workspace_id.
+func workspaceFor(ctx context.Context, req string) string {
+	GinkgoHelper()
+	key := suite.Key("conform-ws")
+	resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/workspaces",
+		Body: map[string]any{"name": key, "root": "conform://" + key}}, req)
+	if resp.Status == http.StatusOK || resp.Status == http.StatusCreated {
+		if m, err := resp.Object(); err == nil {
+			if id, _ := m["id"].(string); id != "" {
+				return id
+			}
+		}
+	}
+	list := suite.Do(ctx, client.Request{Path: "/v1/workspaces", Query: url.Values{"limit": {"1"}}}, req)
+	if p, err := check.ListPage(list); err == nil && list.Status == http.StatusOK && len(p.IDs) > 0 && p.IDs[0] != "" {
+		return p.IDs[0]
+	}
+	suite.Must(req, fmt.Errorf("no workspace to own a test session: %s and %s (a Session needs a workspace_id)", resp, list))
+	return ""
+}
+
+// newSession creates a Session of its own for the spec and returns the
+// create answer and the Session.
+func newSession(ctx context.Context, req string) (*client.Response, map[string]any) {
+	GinkgoHelper()
+	ws := workspaceFor(ctx, req)
+	resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions",
+		Body: map[string]any{"workspace_id": ws, "metadata": map[string]any{"conform.run": suite.Env().RunID}}}, req)
+	return resp, succeeded(req, resp)
+}
+
+// sessionID creates a Session and returns its id.
+func sessionID(ctx context.Context, req string) string {
+	GinkgoHelper()
+	_, m := newSession(ctx, req)
+	return m["id"].(string)
+}
+
+// echoTask is a submit body the default agent of any Harness can run: one
+// user text message.
+func echoTask(text string) map[string]any {
+	return map[string]any{"input": textMessage("user", text)}
+}
+
+func textMessage(role, text string) map[string]any {
+	return map[string]any{"role": role, "parts": []any{
+		map[string]any{"type": "text", "text": text, "visibility": "public"}}}
+}
+
+func idOf(m map[string]any) string { id, _ := m["id"].(string); return id }
+
+// awaitTerminal polls a Task until it is COMPLETED, FAILED or CANCELED, or
+// the task timeout passes (req's failure then).
+func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, map[string]any) {
+	GinkgoHelper()
+	limit := suite.Env().Config.Timeouts.Task
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, m := readObject(ctx, req, "/v1/tasks/"+taskID, nil)
+		switch m["status"] {
+		case "COMPLETED", "FAILED", "CANCELED":
+			return resp, m
+		}
+		if time.Now().After(deadline) {
+			suite.Must(req, fmt.Errorf("%s: task %s is still %v after %s, want a terminal state", resp, taskID, m["status"], limit))
+		}
+		select {
+		case <-ctx.Done():
+			suite.Must(req, fmt.Errorf("waiting for task %s: %w", taskID, ctx.Err()))
+		case <-tick.C:
+		}
+	}
+}
+
+// listAll follows next_cursor from the first page of path and returns every
+// item. It stops after maxPages so a target that never ends its list cannot
+// hang the spec; complete says whether the list ended.
+func listAll(ctx context.Context, req, path string, query url.Values) (items []map[string]any, complete bool) {
+	GinkgoHelper()
+	const maxPages = 50
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	for range maxPages {
+		resp := suite.Do(ctx, client.Request{Path: path, Query: q}, req)
+		suite.Must(req, check.Status(resp, http.StatusOK))
+		p, err := check.ListPage(resp)
+		suite.Must(req, err)
+		items = append(items, p.Items...)
+		if !p.HasMore {
+			return items, true
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+	return items, false
+}
+
+var _ = Describe("Resource reads", func() {
+	It("creates a Session with 201 and reads it back", suite.Req("CORE-READ-010", "CORE-READ-005", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001"), func(ctx SpecContext) {
+		created, s := newSession(ctx, "CORE-READ-010")
+		suite.Check("CORE-READ-010", check.Status(created, http.StatusCreated))
+		observeResource(created, "session", s)
+		id := idOf(s)
+		for range 2 {
+			resp, got := readObject(ctx, "CORE-READ-010", "/v1/sessions/"+id, nil)
+			suite.Check("CORE-ID-001", check.SameID(resp, got, id))
+			observeResource(resp, "session", got)
+		}
+	})
+
+	It("appends a Message with 201 and reads it by id and in the Session's list", suite.Req("CORE-READ-011", "CORE-READ-006", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-READ-011")
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/messages",
+			Body: map[string]any{"message": textMessage("user", "hello from conform")}}, "CORE-READ-011")
+		msg := succeeded("CORE-READ-011", resp)
+		suite.Check("CORE-READ-011", check.Status(resp, http.StatusCreated))
+		observeResource(resp, "message", msg)
+		id := idOf(msg)
+		read, got := readObject(ctx, "CORE-READ-011", "/v1/messages/"+id, nil)
+		suite.Check("CORE-ID-001", check.SameID(read, got, id))
+		observeResource(read, "message", got)
+		items, complete := listAll(ctx, "CORE-READ-011", "/v1/sessions/"+sess+"/messages", nil)
+		found := false
+		for _, it := range items {
+			if idOf(it) == id {
+				found = true
+				suite.Check("CORE-ID-002", check.Agree(read, it, got, "role"))
+			}
+		}
+		if !found && complete {
+			suite.Check("CORE-READ-011", fmt.Errorf("GET /v1/sessions/%s/messages: message %q is not listed (%d items)", sess, id, len(items)))
+		}
+	})
+
+	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-READ-004")
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
+		task := succeeded("CORE-READ-004", sub)
+		observeResource(sub, "task", task)
+		id := idOf(task)
+		_, final := awaitTerminal(ctx, "CORE-READ-004", id)
+		for range 2 {
+			resp, got := readObject(ctx, "CORE-READ-004", "/v1/tasks/"+id, nil)
+			suite.Check("CORE-ID-001", check.SameID(resp, got, id))
+			observeResource(resp, "task", got)
+		}
+		tasks, _ := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+sess+"/tasks", nil)
+		for _, it := range tasks {
+			if idOf(it) == id {
+				suite.Check("CORE-ID-002", check.Agree(sub, task, it, "session_id", "workspace_id"))
+			}
+		}
+
+		// The Outcome: by the Task's outcome_id when it names one, else by
+		// the outcome list (a completed Task SHOULD have one; the spec only
+		// reads what exists).
+		outcomes, complete := listAll(ctx, "CORE-READ-008", "/v1/outcomes", url.Values{"task_id": {id}})
+		oid, _ := final["outcome_id"].(string)
+		if oid == "" {
+			for _, o := range outcomes {
+				if o["task_id"] == id {
+					oid = idOf(o)
+				}
+			}
+		}
+		if oid != "" {
+			resp, o := readObject(ctx, "CORE-READ-008", "/v1/outcomes/"+oid, nil)
+			suite.Check("CORE-ID-001", check.SameID(resp, o, oid))
+			observeResource(resp, "outcome", o)
+			if o["task_id"] != id {
+				suite.Check("CORE-READ-008", fmt.Errorf("%s: task_id = %v, want %q (the task whose outcome_id names it)", resp, o["task_id"], id))
+			}
+			if complete && !slices.ContainsFunc(outcomes, func(x map[string]any) bool { return idOf(x) == oid }) {
+				suite.Check("CORE-READ-008", fmt.Errorf("GET /v1/outcomes?task_id=%s: outcome %q is not listed (%d items)", id, oid, len(outcomes)))
+			}
+		}
+
+		// One Event, by id, as the Event resource.
+		evs, _ := listAll(ctx, "CORE-READ-001", "/v1/tasks/"+id+"/events", nil)
+		if len(evs) > 0 {
+			eid := idOf(evs[0])
+			resp, e := readObject(ctx, "CORE-READ-001", "/v1/events/"+url.PathEscape(eid), nil)
+			suite.Check("CORE-ID-001", check.SameID(resp, e, eid))
+			observeResource(resp, "event", e)
+		}
+	})
+
+	It("reads an Artifact by id and in the artifact list", suite.Req("CORE-READ-007", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
+		id, filter := artifactFor(ctx, "CORE-READ-007")
+		resp, a := readObject(ctx, "CORE-READ-007", "/v1/artifacts/"+id, nil)
+		suite.Check("CORE-ID-001", check.SameID(resp, a, id))
+		observeResource(resp, "artifact", a)
+		found := false
+		items, complete := listAll(ctx, "CORE-READ-007", "/v1/artifacts", filter)
+		for _, it := range items {
+			if idOf(it) == id {
+				found = true
+				suite.Check("CORE-ID-002", check.Agree(resp, a, it, "kind", "sha256"))
+			}
+		}
+		if !found && complete {
+			suite.Check("CORE-READ-007", fmt.Errorf("GET /v1/artifacts?%s: artifact %q is not listed", filter.Encode(), id))
+		}
+	})
+})
+
+// artifactFor makes an Artifact exist and returns its id: through the
+// scenario contract when the target implements it (an artifact step), else
+// by registering one (an Extended operation, accepted with 200 or 201). A
+// target with neither cannot show an Artifact to a black-box client; the
+// spec is skipped with that reason.
+func artifactFor(ctx context.Context, req string) (string, url.Values) {
+	GinkgoHelper()
+	if suite.Env().Discovery.Scenarios() != "" {
+		sess := sessionID(ctx, req)
+		body := echoTask("make an artifact")
+		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": []any{
+			map[string]any{"op": "artifact", "kind": "log", "mime_type": "text/plain", "content": "conform artifact", "name": "conform.log"},
+			map[string]any{"op": "complete", "summary": "artifact made"},
+		}}}
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: body}, req)
+		id := idOf(succeeded(req, sub))
+		awaitTerminal(ctx, req, id)
+		filter := url.Values{"task_id": {id}}
+		items, _ := listAll(ctx, req, "/v1/artifacts", filter)
+		for _, a := range items {
+			if a["task_id"] == id {
+				return idOf(a), filter
+			}
+		}
+		suite.Must(req, fmt.Errorf("task %s ran an artifact step but GET /v1/artifacts lists no artifact with its task_id", id))
+	}
+	resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/artifacts",
+		Body: map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public", "uri": nil}}, req)
+	if resp.Status == http.StatusOK || resp.Status == http.StatusCreated {
+		if m, err := resp.Object(); err == nil && idOf(m) != "" {
+			return idOf(m), url.Values{}
+		}
+	}
+	Skip(fmt.Sprintf("no Artifact to read: the target implements no scenario contract and %s", resp))
+	return "", nil
+}

@@ -1,0 +1,82 @@
+package core
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// ownedBy checks that a submitted Task names the Session it was submitted on.
+func ownedBy(resp *client.Response, task map[string]any, session string) error {
+	if task["session_id"] != session {
+		return fmt.Errorf("%s: session_id = %v, want %q (the Session it was submitted on)", resp, task["session_id"], session)
+	}
+	return nil
+}
+
+var _ = Describe("Task submit", func() {
+	It("accepts a Task on its Session's path with 202", suite.Req("CORE-TASK-001", "CORE-READ-004", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-TASK-001")
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("submit on the session path")}, "CORE-TASK-001")
+		task := succeeded("CORE-TASK-001", resp)
+		suite.Check("CORE-TASK-001", check.Status(resp, http.StatusAccepted))
+		suite.Check("CORE-TASK-001", ownedBy(resp, task, sess))
+		observeResource(resp, "task", task)
+	})
+
+	It("accepts a Task on POST /v1/tasks with 202", suite.Req("CORE-TASK-002", "CORE-READ-004", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-TASK-002")
+		body := echoTask("submit on the top-level path")
+		body["session_id"] = sess
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks", Body: body}, "CORE-TASK-002")
+		task := succeeded("CORE-TASK-002", resp)
+		suite.Check("CORE-TASK-002", check.Status(resp, http.StatusAccepted))
+		suite.Check("CORE-TASK-002", ownedBy(resp, task, sess))
+		observeResource(resp, "task", task)
+	})
+
+	It("lists a Session's Tasks and no others, on both list paths", suite.Req("CORE-TASK-003", "CORE-PAGE-001"), func(ctx SpecContext) {
+		mine, other := sessionID(ctx, "CORE-TASK-003"), sessionID(ctx, "CORE-TASK-003")
+		var want []string
+		for i, sess := range []string{mine, mine, other} {
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask(fmt.Sprintf("list me %d", i))}, "CORE-TASK-003")
+			task := succeeded("CORE-TASK-003", resp)
+			if sess == mine {
+				want = append(want, idOf(task))
+			}
+		}
+		for _, src := range []struct {
+			path  string
+			query url.Values
+		}{
+			{"/v1/sessions/" + mine + "/tasks", nil},
+			{"/v1/tasks", url.Values{"session_id": {mine}}},
+		} {
+			items, complete := listAll(ctx, "CORE-PAGE-001", src.path, src.query)
+			if !complete {
+				suite.Check("CORE-TASK-003", fmt.Errorf("GET %s?%s: a list of %d tasks did not end within the page bound", src.path, src.query.Encode(), len(want)))
+				continue
+			}
+			var ids []string
+			var foreign []string
+			for _, it := range items {
+				ids = append(ids, idOf(it))
+				if it["session_id"] != mine {
+					foreign = append(foreign, fmt.Sprintf("%s (session %v)", idOf(it), it["session_id"]))
+				}
+			}
+			if len(foreign) > 0 {
+				suite.Check("CORE-TASK-003", fmt.Errorf("GET %s?%s lists tasks of other sessions: %v", src.path, src.query.Encode(), foreign))
+			}
+			if err := check.Walk([][]string{ids}, want, true); err != nil {
+				suite.Check("CORE-TASK-003", fmt.Errorf("GET %s?%s: %w", src.path, src.query.Encode(), err))
+			}
+		}
+	})
+})
