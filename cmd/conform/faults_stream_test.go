@@ -17,6 +17,10 @@ var streamFaults = []faultCase{
 	{Fault: refharness.FaultTerminalTaskMutable, Fails: []string{"CORE-CANCEL-002"}, Tolerated: []string{"CORE-CANCEL-003"}},
 	{Fault: refharness.FaultCompletedAfterCancel, Fails: []string{"CORE-CANCEL-001"}},
 	{Fault: refharness.FaultCanceledHasCompletedAt, Fails: []string{"CORE-CANCEL-003"}},
+	{Fault: refharness.FaultOutcomeUsesTaskStatus, Fails: []string{"CORE-OUT-001"}},
+	{Fault: refharness.FaultSequenceNotIncreasing, Fails: []string{"CORE-EVT-002"}},
+	// A range read that ignores its cursor also makes the page walk repeat.
+	{Fault: refharness.FaultEventsRepeatOnRange, Fails: []string{"CORE-EVT-003"}, Tolerated: []string{"CORE-EVT-004"}},
 }
 
 func TestStreamFaultsCaught(t *testing.T) {

@@ -1,0 +1,91 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("Outcomes", func() {
+	It("gives a finished task outcomes in the outcome enum that match its end, one for a completed task", suite.Req("CORE-OUT-001", "CORE-OUT-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		final, task := f.awaitTerminal(ctx, id)
+		if !check.Terminal(final) {
+			Skip(fmt.Sprintf("the target's agent did not finish a plain task within %s (last read %s)", suite.Env().Config.Timeouts.Task, final))
+		}
+		found := f.verifyOutcomes(ctx, id, final, task)
+		if final == check.Completed && len(found) != 1 {
+			suite.Should("CORE-OUT-002", fmt.Errorf("GET /v1/tasks/%s: the COMPLETED task has %d outcomes (%v) by its outcome_id and GET /v1/outcomes?task_id=, want exactly one", id, len(found), found))
+		}
+	})
+
+	Context("driven by the scenario contract", func() {
+		BeforeEach(skipWithoutScenarios)
+
+		It("gives a FAILED task only FAILED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{map[string]any{"op": "fail", "code": "conform_failure"}})
+			f.driveTo(ctx, id, check.Failed)
+			task, _ := f.get(ctx, id)
+			f.verifyOutcomes(ctx, id, check.Failed, task)
+		})
+
+		It("gives a CANCELED task only CANCELED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			// Work far longer than the spec runs, so only the cancel ends it.
+			id := f.submit(ctx, workThenComplete(60000))
+			f.driveTo(ctx, id, check.Working)
+			f.cancel(ctx, id)
+			final, task := f.awaitTerminal(ctx, id)
+			if final != check.Canceled {
+				Skip("the cancel did not end the task within the task timeout (read " + final + "); the cancellation specs judge that")
+			}
+			f.verifyOutcomes(ctx, id, final, task)
+		})
+	})
+})
+
+// verifyOutcomes finds the task's outcomes (its outcome_id and the outcome
+// list filtered by task_id) and checks each against the task's end. It
+// returns the outcome ids found. Failures to read them are the resource
+// read checks' business.
+func (f *flow) verifyOutcomes(ctx context.Context, taskID, final string, task map[string]any) []string {
+	GinkgoHelper()
+	var ids []string
+	seen := map[string]bool{}
+	add := func(where string, o map[string]any) {
+		oid, _ := o["id"].(string)
+		if tid, ok := o["task_id"].(string); ok && tid != taskID {
+			return // a list that ignores the filter: not this task's
+		}
+		if seen[oid] {
+			return
+		}
+		seen[oid] = true
+		ids = append(ids, oid)
+		suite.Check("CORE-OUT-001", check.OutcomeMatches(where, o, taskID, final))
+	}
+	if oid, ok := task["outcome_id"].(string); ok && oid != "" {
+		resp := suite.Do(ctx, client.Request{Path: "/v1/outcomes/" + oid})
+		if o, err := resp.Object(); err == nil && resp.Status == 200 {
+			add(resp.String(), o)
+		}
+	}
+	resp := suite.Do(ctx, client.Request{Path: "/v1/outcomes", Query: url.Values{"task_id": {taskID}}})
+	if m, err := resp.Object(); err == nil && resp.Status == 200 {
+		data, _ := m["data"].([]any)
+		for _, v := range data {
+			if o, ok := v.(map[string]any); ok {
+				add(resp.String(), o)
+			}
+		}
+	}
+	return ids
+}
