@@ -409,3 +409,15 @@ func TestCASBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateForgets(t *testing.T) {
+	defer func(n int) { maxRemembered = n }(maxRemembered)
+	maxRemembered = 1
+	rep, err := Validate(golden("all-kinds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Valid() || len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0].Msg, "more than 1 distinct hashes") {
+		t.Errorf("valid %v, findings %v; want valid with one warning about the bound", rep.Valid(), rep.Findings)
+	}
+}

@@ -14,6 +14,12 @@ import (
 // bound are counted in Report.Dropped.
 const MaxFindings = 1000
 
+// maxRemembered bounds how many distinct hashes Validate remembers, so
+// memory stays bounded on a hostile tape with millions of payloads. Past
+// it, repeated payloads are checked again and the unreferenced-file check
+// is skipped (with a warning). A variable so tests can lower it.
+var maxRemembered = 1 << 20
+
 // Finding is one problem (or, with Warning set, one notice) in a tape.
 type Finding struct {
 	Line    int   // 1-based line of the record, 0 for sidecar-level findings
@@ -79,6 +85,14 @@ func Validate(path string) (*Report, error) {
 	spilled := make(map[string]int64) // hash -> len_bytes of every checked spilled payload
 	contents := make(map[string]bool) // file content hashes, which may legitimately sit in the sidecar
 	prevSeq := int64(-1)
+	forgot := false // a map hit maxRemembered
+	remember := func(m map[string]bool, h string) {
+		if len(m) < maxRemembered {
+			m[h] = true
+		} else {
+			forgot = true
+		}
+	}
 	for {
 		rec, err := f.Next()
 		if err == io.EOF {
@@ -99,9 +113,9 @@ func Validate(path string) (*Report, error) {
 		case *Unknown:
 			at(CodeUnknownKind, true, "record kind %q is not part of format version %d; its fields were not checked", clip(b.Name), FormatVersion)
 		case *FileRead:
-			contents[b.ContentHash] = true
+			remember(contents, b.ContentHash)
 		case *FileWrite:
-			contents[b.ContentHash] = true
+			remember(contents, b.ContentHash)
 		}
 		for _, np := range rec.Payloads() {
 			p := np.Payload
@@ -117,7 +131,11 @@ func Validate(path string) (*Report, error) {
 				}
 				continue
 			}
-			spilled[p.Hash] = p.Len
+			if len(spilled) < maxRemembered {
+				spilled[p.Hash] = p.Len
+			} else {
+				forgot = true
+			}
 			if err := cas.Check(p.Hash, p.Len); err != nil {
 				var te *Error
 				if errors.As(err, &te) {
@@ -129,6 +147,12 @@ func Validate(path string) (*Report, error) {
 		}
 	}
 	rep.Payloads = len(spilled)
+	if forgot {
+		// Without the full set of references an unreferenced file cannot be
+		// told from a referenced one; say so rather than guess.
+		rep.add(Finding{Seq: -1, Code: CodeCASUnexpected, Warning: true, Msg: fmt.Sprintf("more than %d distinct hashes: duplicate payloads were re-checked and the sidecar was not searched for unreferenced files", maxRemembered)})
+		return rep, nil
+	}
 	checkSidecar(cas, spilled, contents, rep)
 	return rep, nil
 }
