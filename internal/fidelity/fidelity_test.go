@@ -393,3 +393,15 @@ func TestParseMode(t *testing.T) {
 }
 
 func good(t *testing.T) Source { return memory(t, "good", base()) }
+
+// TestRecordsNotBytes: byte-identical compares decoded records, so key
+// order, whitespace and escaping do not matter.
+func TestRecordsNotBytes(t *testing.T) {
+	hd := `{"type":"header","version":1,"harn_version":"x"}` + "\n"
+	a := raw("a", hd+`{"type":"record","seq":0,"phase":"user_script","virtual_time_ms":5,"monotonic_ms":1,"kind":"file_delete","path":"a/b"}`+"\n")
+	b := raw("b", hd+"{ \"path\" : \"a\\/b\", \"kind\":\"file_delete\", \"monotonic_ms\":1,\"virtual_time_ms\":5, \"seq\":0, \"type\":\"record\" }\r\n")
+	rep, err := Compare(a, b, Options{Mode: ByteIdentical})
+	if err != nil || rep.Status != StatusEqual {
+		t.Errorf("Compare: status %s, err %v, divergences %s; want equal", rep.Status, err, messages(rep))
+	}
+}
