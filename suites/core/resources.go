@@ -270,15 +270,17 @@ var _ = Describe("Resource reads", func() {
 		observeResource(sub, "task", task)
 		id := idOf(task)
 		_, final := awaitTerminal(ctx, "CORE-READ-004", id)
+		var read *client.Response
+		var got map[string]any
 		for range 2 {
-			resp, got := readObject(ctx, "CORE-READ-004", "/v1/tasks/"+id, nil)
-			suite.Check("CORE-ID-001", check.SameID(resp, got, id))
-			observeResource(resp, "task", got)
+			read, got = readObject(ctx, "CORE-READ-004", "/v1/tasks/"+id, nil)
+			suite.Check("CORE-ID-001", check.SameID(read, got, id))
+			observeResource(read, "task", got)
 		}
 		tasks, _ := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+sess+"/tasks", nil)
 		for _, it := range tasks {
 			if idOf(it) == id {
-				suite.Check("CORE-ID-002", check.Agree(sub, task, it, "session_id", "workspace_id"))
+				suite.Check("CORE-ID-002", check.Agree(read, it, got, "session_id", "workspace_id"))
 			}
 		}
 
