@@ -247,11 +247,17 @@ func (s *Server) writeSSE(w http.ResponseWriter, fl http.Flusher, buf *bytes.Buf
 
 // frame writes one event as an SSE frame.
 func (s *Server) frame(buf *bytes.Buffer, e *Event) {
-	data, err := s.render(e)
-	if err != nil {
-		return
+	var data []byte
+	if p := e.wire.Load(); p != nil {
+		data = *p
+	} else {
+		b, err := s.render(e)
+		if err != nil {
+			return
+		}
+		data = bytes.TrimSpace(b)
+		e.wire.Store(&data)
 	}
-	data = bytes.TrimSpace(data)
 	if s.opts.Variants.Has(VariantKeepAliveEveryFrame) {
 		buf.WriteString(": keep-alive\n")
 	}

@@ -1,5 +1,7 @@
 package refharness
 
+import "sync/atomic"
+
 // Resource shapes on the wire. Optional fields the protocol lists are always
 // rendered (null when unset) so clients see a stable shape. Values are treated
 // as immutable once stored: a change stores a modified copy.
@@ -156,7 +158,8 @@ type Event struct {
 	ReceiptID       *string        `json:"receipt_id"`
 	Replayed        bool           `json:"replayed"`
 
-	pos uint64 // global position, parsed from ID
+	pos  uint64                 // global position, parsed from ID
+	wire atomic.Pointer[[]byte] // rendered JSON, cached: a stream fan-out renders each event once
 }
 
 // List is the paginated list envelope.
