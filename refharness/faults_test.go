@@ -89,7 +89,7 @@ var probes = map[Fault]probe{
 	},
 	FaultNoSupportedVersions: func(p *probeEnv) error {
 		r := p.do("GET", "/v1/tasks", nil, VersionHeader, "bogus")
-		if _, _, _, envelope := errCode(r); envelope && r.Code == 426 && !strings.Contains(string(r.Raw), "supported_versions") {
+		if _, _, _, envelope := errCode(r); envelope && r.Code == 426 && !strings.Contains(string(r.Raw), ProtocolVersion) {
 			return fmt.Errorf("426 does not list supported versions: %s", r.Raw)
 		}
 		return nil

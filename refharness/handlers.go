@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -38,7 +39,26 @@ func scenarioSkill(env Envelope) *Skill {
 		Source: ptr("refharness"), Version: ptr(scenario.Version)}
 }
 
-func (s *Server) agentCard() map[string]any {
+// baseURL is the absolute URL of the harness's mount point: the request's
+// Host plus whatever a wrapping http.StripPrefix removed from the path
+// (RequestURI keeps the original path), so the card is right under any prefix.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	prefix := ""
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && strings.HasSuffix(u.Path, r.URL.Path) {
+		prefix = strings.TrimSuffix(u.Path, r.URL.Path)
+	}
+	host := r.Host
+	if host == "" {
+		host = "localhost"
+	}
+	return scheme + "://" + host + prefix
+}
+
+func (s *Server) agentCard(base string) map[string]any {
 	s.mu.RLock()
 	sk, _ := s.st.skills.get("skill_conform_scenarios")
 	s.mu.RUnlock()
@@ -59,11 +79,14 @@ func (s *Server) agentCard() map[string]any {
 		"auth_schemes":     []string{"bearer"},
 		"persona_ids":      s.personaIDs(),
 		"receipt_policy":   "disabled",
+		"public_url":       base,
+		"harn_interfaces": []any{
+			map[string]any{"transport": "rest", "url": base + "/v1"},
+			map[string]any{"transport": "sse", "url": base + "/v1/events/stream"},
+		},
 		"a2a_card": map[string]any{
 			"name": "conform reference harness", "description": desc, "version": "1",
-			// A2A requires an absolute URL; the harness may be mounted under any
-			// prefix, so it names the protocol binding without claiming a host.
-			"supportedInterfaces": []any{map[string]any{"url": "http://localhost/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": ProtocolVersion}},
+			"supportedInterfaces": []any{map[string]any{"url": base + "/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": ProtocolVersion}},
 			"capabilities":        map[string]any{"streaming": true, "pushNotifications": false},
 			"defaultInputModes":   []string{"text/plain", "application/json"},
 			"defaultOutputModes":  []string{"text/plain", "application/json"},

@@ -100,7 +100,7 @@ func (fs Faults) Has(f Fault) bool { return fs[f] }
 // The faults. Each breaks exactly one behaviour and nothing else.
 const (
 	FaultSkipVersionCheck           Fault = "skip-version-check"            // missing/unsupported version header accepted instead of 426
-	FaultNoSupportedVersions        Fault = "no-supported-versions"         // 426 body lacks details.supported_versions
+	FaultNoSupportedVersions        Fault = "no-supported-versions"         // 426 body does not list the supported versions (no details, message names none)
 	FaultAcceptMissingKey           Fault = "accept-missing-key"            // a request without Authorization is served
 	FaultAcceptAnyKey               Fault = "accept-any-key"                // an unknown API key is accepted (missing still 401)
 	FaultEchoKeyInError             Fault = "echo-key-in-error"             // the 401 message repeats the presented key

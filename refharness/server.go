@@ -310,7 +310,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if path == "/v1" {
 			s.writeJSON(w, http.StatusOK, s.discovery())
 		} else {
-			s.writeJSON(w, http.StatusOK, s.agentCard())
+			s.writeJSON(w, http.StatusOK, s.agentCard(baseURL(r)))
 		}
 		return
 	}
@@ -343,9 +343,12 @@ func (s *Server) checkVersion(r *http.Request) *apiError {
 		msg = fmt.Sprintf("unsupported protocol version %q, want %q", got, ProtocolVersion)
 	}
 	e := &apiError{Status: http.StatusUpgradeRequired, Code: "unsupported_protocol_version", Message: msg}
-	if !s.opts.Faults.Has(FaultNoSupportedVersions) {
-		e.Details = map[string]any{"supported_versions": []string{ProtocolVersion}}
+	if s.opts.Faults.Has(FaultNoSupportedVersions) {
+		// The fault withholds the supported versions everywhere, the message included.
+		e.Message = fmt.Sprintf("missing or unsupported %s header", VersionHeader)
+		return e
 	}
+	e.Details = map[string]any{"supported_versions": []string{ProtocolVersion}}
 	return e
 }
 

@@ -2,8 +2,10 @@ package refharness
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -534,5 +536,39 @@ func TestTimestampsAndEnvelope(t *testing.T) {
 	}
 	if r.Code != http.StatusCreated {
 		t.Errorf("status = %d", r.Code)
+	}
+}
+
+func TestMountedUnderPrefix(t *testing.T) {
+	h := newHarness(t, Options{})
+	mux := http.NewServeMux()
+	mux.Handle("/harness/", http.StripPrefix("/harness", h.s))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/harness/v1/agent-card")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var card struct {
+		PublicURL      string                            `json:"public_url"`
+		HarnInterfaces []struct{ Transport, URL string } `json:"harn_interfaces"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	if card.PublicURL != srv.URL+"/harness" || len(card.HarnInterfaces) == 0 || card.HarnInterfaces[0].URL != srv.URL+"/harness/v1" {
+		t.Errorf("card under /harness: public_url %q, interfaces %+v", card.PublicURL, card.HarnInterfaces)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/harness/v1/tasks", nil)
+	req.Header.Set(VersionHeader, ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != 200 {
+		t.Errorf("GET /harness/v1/tasks = %d, want 200", r2.StatusCode)
 	}
 }
