@@ -19,6 +19,12 @@ var streamFaults = []faultCase{
 	{Fault: refharness.FaultCanceledHasCompletedAt, Fails: []string{"CORE-CANCEL-003"}},
 	{Fault: refharness.FaultOutcomeUsesTaskStatus, Fails: []string{"CORE-OUT-001"}},
 	{Fault: refharness.FaultSequenceNotIncreasing, Fails: []string{"CORE-EVT-002"}},
+	{Fault: refharness.FaultDropSSEID, Fails: []string{"CORE-SSE-002"}},
+	{Fault: refharness.FaultSSEWrongContentType, Fails: []string{"CORE-SSE-001"}},
+	{Fault: refharness.FaultSSEDataNotJSON, Fails: []string{"CORE-SSE-003"}},
+	{Fault: refharness.FaultResumeRepeatsEvent, Fails: []string{"CORE-RESUME-001"}},
+	{Fault: refharness.FaultNoCursorExpiredFrame, Fails: []string{"CORE-RESUME-002"}},
+	{Fault: refharness.FaultIgnoreLastEventID, Fails: []string{"CORE-RESUME-001"}},
 	// A range read that ignores its cursor also makes the page walk repeat.
 	{Fault: refharness.FaultEventsRepeatOnRange, Fails: []string{"CORE-EVT-003"}, Tolerated: []string{"CORE-EVT-004"}},
 }

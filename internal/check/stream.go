@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/client"
@@ -90,4 +91,58 @@ func rawHint(f sse.Frame) string {
 		return string(b[:160]) + "…"
 	}
 	return string(b)
+}
+
+// Resumed checks the event ids a stream resumed from cursor delivered,
+// against the resource's full event list (all, in order): nothing at or
+// before the cursor again, then every later event, in order. Ids the list
+// does not hold (events newer than the list read) are not judged.
+func Resumed(where string, all []string, cursor string, got []string) error {
+	at := -1
+	for i, id := range all {
+		if id == cursor {
+			at = i
+		}
+	}
+	if at < 0 {
+		return fmt.Errorf("%s: cursor %s is not in the event list (suite error)", where, cursor)
+	}
+	before := map[string]bool{}
+	for _, id := range all[:at+1] {
+		before[id] = true
+	}
+	want := all[at+1:]
+	var known []string
+	for _, id := range got {
+		if before[id] {
+			what := "an event before it"
+			if id == cursor {
+				what = "the cursor event itself"
+			}
+			return fmt.Errorf("%s: the resumed stream re-sent %s (%s); want only the events after %s (got %v)", where, what, id, cursor, short(got))
+		}
+		if slices.Contains(want, id) {
+			known = append(known, id)
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range known {
+		if seen[id] {
+			return fmt.Errorf("%s: the resumed stream delivered event %s twice", where, id)
+		}
+		seen[id] = true
+	}
+	var missing []string
+	for _, id := range want {
+		if !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: the resumed stream delivered %d of the %d events after %s; missing %s (got %v)", where, len(known), len(want), cursor, strings.Join(missing, ", "), short(got))
+	}
+	if !slices.Equal(known, want) {
+		return fmt.Errorf("%s: after %s the resumed stream delivered %v, want %v in that order", where, cursor, short(known), short(want))
+	}
+	return nil
 }

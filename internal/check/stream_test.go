@@ -84,3 +84,30 @@ func TestCursorExpiredFrame(t *testing.T) {
 		}
 	}
 }
+
+func TestResumed(t *testing.T) {
+	all := []string{"a", "b", "c", "d"}
+	for _, ok := range [][]string{{"c", "d"}, {"c", "d", "e"}, {"x", "c", "d"}} {
+		if err := Resumed("s", all, "b", ok); err != nil {
+			t.Errorf("Resumed(%v) = %v", ok, err)
+		}
+	}
+	if err := Resumed("s", all, "d", nil); err != nil {
+		t.Errorf("Resumed(after last) = %v", err)
+	}
+	for _, tc := range []struct {
+		got  []string
+		want string
+	}{
+		{[]string{"b", "c", "d"}, "re-sent the cursor event itself (b)"},
+		{[]string{"a", "b", "c", "d"}, "re-sent an event before it (a)"},
+		{[]string{"c"}, "delivered 1 of the 2 events after b; missing d"},
+		{[]string{"d"}, "missing"},
+		{[]string{"d", "c"}, "in that order"},
+		{[]string{"c", "d", "d"}, "delivered event d twice"},
+	} {
+		if err := Resumed("s", all, "b", tc.got); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Resumed(%v) = %v, want %q", tc.got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("SSE resume", func() {
+	It("resumes a task stream after Last-Event-ID with exactly the later events", suite.Req("CORE-RESUME-001"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		f.awaitTerminal(ctx, id)
+		f.verifyResume(ctx, "/v1/tasks/"+id+"/events", "/v1/tasks/"+id+"/stream")
+	})
+
+	It("resumes a session stream after Last-Event-ID with exactly the later events", suite.Req("CORE-RESUME-001"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		f.awaitTerminal(ctx, f.submit(ctx, nil))
+		f.verifyResume(ctx, "/v1/sessions/"+f.session+"/events", "/v1/sessions/"+f.session+"/events/stream")
+	})
+
+	It("answers an unknown Last-Event-ID with one cursor_expired error event and a close", suite.Req("CORE-RESUME-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		f.awaitTerminal(ctx, id)
+		for _, path := range []string{"/v1/tasks/" + id + "/stream", "/v1/sessions/" + f.session + "/events/stream"} {
+			verifyCursorExpired(ctx, path)
+		}
+	})
+})
+
+// verifyResume resumes the stream from the second event of the resource's
+// REST event list and compares what arrives with the rest of that list.
+func (f *flow) verifyResume(ctx context.Context, list, path string) {
+	GinkgoHelper()
+	all, err := f.events(ctx, list)
+	if err != nil || len(all) < 3 {
+		Skip(fmt.Sprintf("GET %s gave %d readable events (%v); a resume check needs at least three (the event specs judge the list)", list, len(all), err))
+	}
+	cursor := all[1].ID
+	after, _ := check.After(all, cursor)
+	want := check.IDs(after)
+	rd := readStream(ctx, path, cursor, func(rd *stream) bool { return containsAll(rd.ids, want) })
+	suite.Must("CORE-SSE-001", rd.notStream)
+	for _, id := range rd.ids {
+		if id == "" {
+			suite.Must("CORE-SSE-002", fmt.Errorf("%s: a frame has neither an id field nor data with an event id, so the resume cannot be checked", rd.resp))
+		}
+	}
+	where := fmt.Sprintf("GET %s with Last-Event-ID %s", path, cursor)
+	if rd.timedOut {
+		where += fmt.Sprintf(" (read for the stream timeout %s)", suite.Env().Config.Timeouts.Stream)
+	}
+	suite.Check("CORE-RESUME-001", check.Resumed(where, check.IDs(all), cursor, rd.ids))
+}
+
+// verifyCursorExpired opens a stream with a cursor the target never issued
+// and expects one cursor_expired error event, then the end of the stream
+// (or a 410 cursor_expired refusal instead of a stream).
+func verifyCursorExpired(ctx context.Context, path string) {
+	GinkgoHelper()
+	cursor := suite.Key("conform-unknown-cursor")
+	timeout := suite.Env().Config.Timeouts.Stream
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s, err := suite.Client().Stream(sctx, client.Request{Path: path, Header: map[string][]string{"Last-Event-ID": {cursor}}})
+	suite.Transport(err)
+	defer s.Close()
+	where := fmt.Sprintf("GET %s with Last-Event-ID %s", path, cursor)
+	switch resp := s.Response; {
+	case resp.Status == 410:
+		suite.Check("CORE-RESUME-002", check.Refused(resp, []int{410}, "cursor_expired"))
+		return
+	case resp.Status != 200:
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: status = %d, want a stream with a cursor_expired error event (or 410 cursor_expired)%s", where, resp.Status, hint(resp)))
+		return
+	}
+	suite.Must("CORE-SSE-001", check.EventStream(s.Response))
+	fr, err := s.NextEvent(sctx)
+	switch {
+	case errors.Is(err, io.EOF):
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: the stream closed without an error event; want event: error with cursor_expired", where))
+		return
+	case err != nil:
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: no error event: %w", where, err))
+		return
+	}
+	if err := check.CursorExpiredFrame(where, fr); err != nil {
+		suite.Check("CORE-RESUME-002", err)
+		return
+	}
+	fr, err = s.NextEvent(sctx)
+	switch {
+	case errors.Is(err, io.EOF):
+	case errors.Is(err, client.ErrStreamTimeout):
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: the stream stayed open for %s after the cursor_expired event; want it closed", where, timeout))
+	case err != nil:
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: after the cursor_expired event: %w", where, err))
+	default:
+		suite.Check("CORE-RESUME-002", fmt.Errorf("%s: after the cursor_expired event the stream went on with event %q; want it closed", where, fr.Event))
+	}
+}

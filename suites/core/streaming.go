@@ -1,0 +1,103 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("SSE streams", func() {
+	It("serves a task's events on the task stream as framed JSON Events", suite.Req("CORE-SSE-001", "CORE-SSE-002", "CORE-SSE-003", "CORE-EVT-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.submit(ctx, nil)
+		f.awaitTerminal(ctx, id)
+		want, _ := f.events(ctx, "/v1/tasks/"+id+"/events")
+		f.verifyStream(ctx, "/v1/tasks/"+id+"/stream", want)
+	})
+
+	It("serves a session's events on the session stream as framed JSON Events", suite.Req("CORE-SSE-001", "CORE-SSE-002", "CORE-SSE-003", "CORE-EVT-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		f.awaitTerminal(ctx, f.submit(ctx, nil))
+		want, _ := f.events(ctx, "/v1/sessions/"+f.session+"/events")
+		f.verifyStream(ctx, "/v1/sessions/"+f.session+"/events/stream", want)
+	})
+
+	Context("driven by the scenario contract", func() {
+		BeforeEach(skipWithoutScenarios)
+
+		It("delivers a running task's events live on the task stream", suite.Req("CORE-SSE-001", "CORE-SSE-002", "CORE-SSE-003", "CORE-EVT-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "work", "ms": 10},
+				map[string]any{"op": "emit", "count": 3, "interval_ms": 5},
+				map[string]any{"op": "complete"},
+			})
+			// Opened while the task works: the frames arrive as they happen.
+			rd := f.verifyStream(ctx, "/v1/tasks/"+id+"/stream", nil, func(rd *stream) bool {
+				cs, _ := check.Changes(id, rd.events)
+				return rd.badFrame != nil || len(cs) > 0 && check.Terminal(cs[len(cs)-1].To)
+			})
+			if rd.badFrame == nil && rd.noID == nil {
+				n := 0
+				for _, e := range rd.events {
+					if e.Kind == "agent.message" {
+						n++
+					}
+				}
+				if n < 3 {
+					suite.Check("CORE-SSE-001", fmt.Errorf("GET /v1/tasks/%s/stream: %d agent.message frames before the task ended, want the 3 the scenario emits", id, n))
+				}
+			}
+		})
+	})
+})
+
+// verifyStream reads a stream from its start until every wanted event
+// arrived (or, without wanted events, until done says so or the first
+// frame) and checks its framing.
+func (f *flow) verifyStream(ctx context.Context, path string, want []check.Event, done ...func(*stream) bool) *stream {
+	GinkgoHelper()
+	ids := check.IDs(want)
+	stop := func(rd *stream) bool {
+		if len(done) > 0 {
+			return done[0](rd)
+		}
+		if len(ids) == 0 {
+			return rd.frames > 0
+		}
+		return containsAll(rd.ids, ids)
+	}
+	rd := readStream(ctx, path, "", stop)
+	suite.Must("CORE-SSE-001", rd.notStream)
+	if rd.frames == 0 {
+		how := "stayed silent"
+		if rd.closed {
+			how = "closed"
+		}
+		suite.Must("CORE-SSE-001", fmt.Errorf("%s: no event frame within the stream timeout %s (the stream %s); want the resource's events",
+			rd.resp, suite.Env().Config.Timeouts.Stream, how))
+	}
+	suite.Check("CORE-SSE-002", rd.noID)
+	suite.Check("CORE-SSE-003", rd.badFrame)
+	if rd.badFrame == nil {
+		suite.Check("CORE-EVT-002", check.Sequences("GET "+path, rd.events))
+	}
+	return rd
+}
+
+func containsAll(have, want []string) bool {
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	for _, w := range want {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
