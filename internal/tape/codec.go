@@ -566,6 +566,24 @@ func (e *encoder) int(k string, v int64) {
 	e.buf = strconv.AppendInt(e.buf, v, 10)
 }
 
+// count writes a field the reader requires to be >= 0.
+func (e *encoder) count(k string, v int64) {
+	if e.err == nil && v < 0 {
+		e.err = fmt.Errorf("field %q = %d, want >= 0", k, v)
+	}
+	e.int(k, v)
+}
+
+// hash writes a content hash field, which must be lowercase hex BLAKE3.
+func (e *encoder) hash(k, v string) {
+	if e.err == nil {
+		if err := checkHash(v); err != nil {
+			e.err = fmt.Errorf("field %q: %v", k, err)
+		}
+	}
+	e.str(k, v)
+}
+
 func (e *encoder) strs(k string, vs []string) {
 	e.key(k)
 	e.buf = append(e.buf, '[')
@@ -597,7 +615,7 @@ func (e *encoder) payload(k string, p Payload) {
 	sub.begin()
 	sub.str("content_hash", p.Hash)
 	if p.Spilled {
-		sub.int("len_bytes", p.Len)
+		sub.count("len_bytes", p.Len)
 	} else {
 		sub.str("text", p.Text)
 	}
@@ -635,18 +653,21 @@ func appendRecord(buf []byte, r Record) ([]byte, error) {
 	e := encoder{buf: buf}
 	e.begin()
 	e.str("type", "record")
-	e.int("seq", r.Seq)
+	e.count("seq", r.Seq)
 	e.str("phase", string(r.Phase))
 	e.int("virtual_time_ms", r.VirtualTimeMs)
 	e.int("monotonic_ms", r.MonotonicMs)
 	switch b := r.Body.(type) {
 	case *ClockRead:
 		e.str("kind", string(KindClockRead))
+		if b.Source != SourceWall && b.Source != SourceMonotonic {
+			return buf, fmt.Errorf("record seq %d: clock_read source %q, want %q or %q", r.Seq, b.Source, SourceWall, SourceMonotonic)
+		}
 		e.str("source", string(b.Source))
 		e.int("value_ms", b.ValueMs)
 	case *ClockSleep:
 		e.str("kind", string(KindClockSleep))
-		e.int("duration_ms", b.DurationMs)
+		e.count("duration_ms", b.DurationMs)
 	case *LLMCall:
 		e.str("kind", string(KindLLMCall))
 		e.str("request_digest", b.RequestDigest)
@@ -654,13 +675,13 @@ func appendRecord(buf []byte, r Record) ([]byte, error) {
 	case *FileRead:
 		e.str("kind", string(KindFileRead))
 		e.str("path", b.Path)
-		e.str("content_hash", b.ContentHash)
-		e.int("len_bytes", b.LenBytes)
+		e.hash("content_hash", b.ContentHash)
+		e.count("len_bytes", b.LenBytes)
 	case *FileWrite:
 		e.str("kind", string(KindFileWrite))
 		e.str("path", b.Path)
-		e.str("content_hash", b.ContentHash)
-		e.int("len_bytes", b.LenBytes)
+		e.hash("content_hash", b.ContentHash)
+		e.count("len_bytes", b.LenBytes)
 	case *FileDelete:
 		e.str("kind", string(KindFileDelete))
 		e.str("path", b.Path)
@@ -670,7 +691,7 @@ func appendRecord(buf []byte, r Record) ([]byte, error) {
 		e.strs("args", b.Args)
 		e.str("cwd", b.Cwd)
 		e.int("exit_code", b.ExitCode)
-		e.int("duration_ms", b.DurationMs)
+		e.count("duration_ms", b.DurationMs)
 		e.payload("stdout_payload", b.Stdout)
 		e.payload("stderr_payload", b.Stderr)
 	case *MCPCall:
@@ -679,7 +700,7 @@ func appendRecord(buf []byte, r Record) ([]byte, error) {
 		e.str("method", b.Method)
 		e.str("request_digest", b.RequestDigest)
 		e.str("response_digest", b.ResponseDigest)
-		e.int("latency_ms", b.LatencyMs)
+		e.count("latency_ms", b.LatencyMs)
 		e.payload("request_payload", b.Request)
 		e.payload("response_payload", b.Response)
 	case *Unknown:
@@ -693,13 +714,19 @@ func appendRecord(buf []byte, r Record) ([]byte, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if !utf8.ValidString(k) {
+				return buf, fmt.Errorf("record seq %d: unknown record field name %q is not valid UTF-8", r.Seq, k)
+			}
 			if isEnvelope(k) {
 				return buf, fmt.Errorf("record seq %d: unknown record field %q clashes with the envelope", r.Seq, k)
 			}
-			if !json.Valid(b.Fields[k]) {
-				return buf, fmt.Errorf("record seq %d: unknown record field %q is not valid JSON", r.Seq, k)
+			// Compact, as the reader does, so whitespace inside a value
+			// cannot break the one-line-per-record framing.
+			var v bytes.Buffer
+			if err := json.Compact(&v, b.Fields[k]); err != nil {
+				return buf, fmt.Errorf("record seq %d: unknown record field %q is not valid JSON: %v", r.Seq, k, err)
 			}
-			e.raw(k, b.Fields[k])
+			e.raw(k, v.Bytes())
 		}
 	default:
 		return buf, fmt.Errorf("record seq %d: unsupported body type %T", r.Seq, r.Body)

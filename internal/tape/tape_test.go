@@ -256,6 +256,11 @@ func TestWriterRefuses(t *testing.T) {
 		{"unknown posing as known", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "clock_read"}}, "producer's kind"},
 		{"unknown field clashing", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "x", Fields: map[string]json.RawMessage{"seq": json.RawMessage("1")}}}, "clashes"},
 		{"unknown field not json", Record{Phase: PhaseUserScript, Body: &Unknown{Name: "x", Fields: map[string]json.RawMessage{"a": json.RawMessage("{")}}}, "not valid JSON"},
+		{"negative seq", Record{Seq: -1, Phase: PhaseUserScript, Body: &ClockSleep{}}, "want >= 0"},
+		{"negative sleep", Record{Phase: PhaseUserScript, Body: &ClockSleep{DurationMs: -5}}, "duration_ms"},
+		{"bad clock source", Record{Phase: PhaseUserScript, Body: &ClockRead{Source: "sundial"}}, "source"},
+		{"bad file hash", Record{Phase: PhaseUserScript, Body: &FileWrite{Path: "p", ContentHash: "x"}}, "content_hash"},
+		{"negative spilled length", Record{Phase: PhaseUserScript, Body: &LLMCall{Response: Payload{Hash: Hash(nil), Spilled: true, Len: -1}}}, "len_bytes"},
 		{"inline payload needs no CAS", Record{Phase: PhaseUserScript, Body: &LLMCall{Response: good}}, ""},
 	}
 	var buf bytes.Buffer
