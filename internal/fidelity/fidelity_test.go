@@ -59,8 +59,7 @@ func memory(t testing.TB, name string, recs []tape.Record) Source {
 	if err := tape.WriteTape(&buf, &tape.Tape{Header: tape.Header{Version: 1, HarnVersion: "test"}, Records: recs}); err != nil {
 		t.Fatal(err)
 	}
-	b := buf.Bytes()
-	return Source{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }}
+	return Memory(name, buf.Bytes())
 }
 
 func raw(name, text string) Source {

@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -134,6 +135,12 @@ func (r *Report) Summary() string {
 type Source struct {
 	Name string
 	Open func() (io.ReadCloser, error)
+}
+
+// Memory returns a Source over a tape held in memory, for a suite that
+// records a run into a buffer.
+func Memory(name string, data []byte) Source {
+	return Source{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }}
 }
 
 // File returns a Source reading the tape at path.

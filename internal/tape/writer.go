@@ -10,6 +10,9 @@ import (
 )
 
 // Writer writes a tape: the header at creation, then one record per Write.
+// It is not safe for concurrent use; a recorder fed from several
+// goroutines must serialise its calls (seq order is the recorder's to
+// decide anyway).
 type Writer struct {
 	bw     *bufio.Writer
 	f      *os.File // set when the Writer owns the file
