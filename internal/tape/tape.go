@@ -183,8 +183,8 @@ type MCPCall struct {
 }
 
 // Unknown is a record of a kind this package does not know. Name is the
-// kind as written; Fields holds every non-envelope field verbatim so the
-// record survives a read-write cycle unchanged.
+// kind as written; Fields holds every non-envelope field as compact JSON,
+// so the record survives a read-write cycle unchanged.
 type Unknown struct {
 	Name   string
 	Fields map[string]json.RawMessage
