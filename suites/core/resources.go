@@ -102,17 +102,28 @@ func orQuoted(xs []string) string {
 func readObject(ctx context.Context, req, path string, query url.Values) (*client.Response, map[string]any) {
 	GinkgoHelper()
 	resp := suite.Do(ctx, client.Request{Path: path, Query: query}, req)
+	observe(resp)
 	suite.Must(req, check.Status(resp, http.StatusOK))
 	m, err := resp.Object()
 	suite.Must(req, err)
 	return resp, m
 }
 
+// observe records what every answer is checked for, whatever the spec
+// wants of it: no API key anywhere in it, and a well-formed error if it is one.
+func observe(resp *client.Response) {
+	if resp.Status >= 400 {
+		observeError(resp)
+		return
+	}
+	suite.Check(reqNoKeyEcho, check.NoSecret(resp, suite.Env().Redactor.Contains))
+}
+
 // succeeded ends the spec as req's failure unless resp is a 2xx JSON object.
 func succeeded(req string, resp *client.Response) map[string]any {
 	GinkgoHelper()
+	observe(resp)
 	if resp.Status < 200 || resp.Status > 299 {
-		observeError(resp)
 		suite.Must(req, check.Status(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 	}
 	m, err := resp.Object()
@@ -214,6 +225,7 @@ func listAll(ctx context.Context, req, path string, query url.Values) (items []m
 	}
 	for range maxPages {
 		resp := suite.Do(ctx, client.Request{Path: path, Query: q}, req)
+		observe(resp)
 		suite.Must(req, check.Status(resp, http.StatusOK))
 		p, err := check.ListPage(resp)
 		suite.Must(req, err)

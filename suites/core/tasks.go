@@ -12,32 +12,38 @@ import (
 	"github.com/harn-conform/conform/internal/suite"
 )
 
-// ownedBy checks that a submitted Task names the Session it was submitted on.
-func ownedBy(resp *client.Response, task map[string]any, session string) error {
-	if task["session_id"] != session {
-		return fmt.Errorf("%s: session_id = %v, want %q (the Session it was submitted on)", resp, task["session_id"], session)
+// ownedBy checks that a submitted Task names the Session it was submitted
+// on and that Session's Workspace.
+func ownedBy(resp *client.Response, task, session map[string]any) error {
+	if task["session_id"] != session["id"] {
+		return fmt.Errorf("%s: session_id = %v, want %v (the Session it was submitted on)", resp, task["session_id"], session["id"])
+	}
+	if ws, ok := session["workspace_id"].(string); ok && task["workspace_id"] != ws {
+		return fmt.Errorf("%s: workspace_id = %v, want %q (the workspace of its Session)", resp, task["workspace_id"], ws)
 	}
 	return nil
 }
 
 var _ = Describe("Task submit", func() {
 	It("accepts a Task on its Session's path with 202", suite.Req("CORE-TASK-001", "CORE-READ-004", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003"), func(ctx SpecContext) {
-		sess := sessionID(ctx, "CORE-TASK-001")
+		_, session := newSession(ctx, "CORE-TASK-001")
+		sess := idOf(session)
 		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("submit on the session path")}, "CORE-TASK-001")
 		task := succeeded("CORE-TASK-001", resp)
 		suite.Check("CORE-TASK-001", check.Status(resp, http.StatusAccepted))
-		suite.Check("CORE-TASK-001", ownedBy(resp, task, sess))
+		suite.Check("CORE-TASK-001", ownedBy(resp, task, session))
 		observeResource(resp, "task", task)
 	})
 
 	It("accepts a Task on POST /v1/tasks with 202", suite.Req("CORE-TASK-002", "CORE-READ-004", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003"), func(ctx SpecContext) {
-		sess := sessionID(ctx, "CORE-TASK-002")
+		_, session := newSession(ctx, "CORE-TASK-002")
+		sess := idOf(session)
 		body := echoTask("submit on the top-level path")
 		body["session_id"] = sess
 		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks", Body: body}, "CORE-TASK-002")
 		task := succeeded("CORE-TASK-002", resp)
 		suite.Check("CORE-TASK-002", check.Status(resp, http.StatusAccepted))
-		suite.Check("CORE-TASK-002", ownedBy(resp, task, sess))
+		suite.Check("CORE-TASK-002", ownedBy(resp, task, session))
 		observeResource(resp, "task", task)
 	})
 
