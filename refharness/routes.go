@@ -128,7 +128,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, ac
 			continue
 		}
 		// A literal segment beats {}: "events/stream" is listed before "events/{}".
-		if rt.method != r.Method && !(rt.method == "GET" && r.Method == "HEAD") {
+		// HEAD works on plain reads; streams and bytes answer GET only.
+		if rt.method != r.Method && !(rt.method == "GET" && r.Method == "HEAD" && rt.raw == nil) {
 			allow = append(allow, rt.method)
 			continue
 		}

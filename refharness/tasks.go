@@ -27,6 +27,12 @@ type runner struct {
 	artifacts []*Artifact
 }
 
+// ending is how a task's terminal transition ends.
+type ending struct {
+	summary string   // the Outcome summary
+	failure *Failure // set for FAILED
+}
+
 // ---- reads ----
 
 func (s *Server) listTasks(c *call) (any, *apiError) {
@@ -402,13 +408,13 @@ func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runn
 		if summary == "" {
 			summary = "completed"
 		}
-		return s.move(ctx, id, StatusCompleted, nil, &Failure{Message: summary})
+		return s.move(ctx, id, StatusCompleted, nil, &ending{summary: summary})
 	case scenario.OpFail:
 		msg := st.Message
 		if msg == "" {
 			msg = "scenario failure"
 		}
-		return s.move(ctx, id, StatusFailed, nil, &Failure{Code: st.Code, Message: msg})
+		return s.move(ctx, id, StatusFailed, nil, &ending{summary: st.Code + ": " + msg, failure: &Failure{Code: st.Code, Message: msg}})
 	}
 	return false
 }
@@ -450,9 +456,9 @@ func (s *Server) await(ctx context.Context, rn *runner, kind string) (*Message, 
 }
 
 // move records a transition of task id to status `to`. For terminal statuses
-// fin carries the outcome summary (Message) or the failure (Code set).
+// end says how a terminal status ends: the outcome summary, and the failure.
 // extra events are committed before the task event.
-func (s *Server) move(ctx context.Context, id, to string, payload map[string]any, fin *Failure, extra ...*Event) bool {
+func (s *Server) move(ctx context.Context, id, to string, payload map[string]any, end *ending, extra ...*Event) bool {
 	s.mu.Lock()
 	old, ok := s.st.tasks.get(id)
 	if !ok || ctx.Err() != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
@@ -492,11 +498,11 @@ func (s *Server) move(ctx context.Context, id, to string, payload map[string]any
 	case StatusCompleted:
 		t.CompletedAt = ptr(now)
 		outcome := "SUCCEEDED"
-		s.finishLocked(cm, &t, old.Status, outcome, fin.Message, nil, agentActor)
+		s.finishLocked(cm, &t, old.Status, outcome, end.summary, nil, agentActor)
 	case StatusFailed:
 		t.CompletedAt = ptr(now)
-		t.Failure = &Failure{Code: fin.Code, Message: fin.Message}
-		s.finishLocked(cm, &t, old.Status, "FAILED", fin.Code+": "+fin.Message, t.Failure, agentActor)
+		t.Failure = end.failure
+		s.finishLocked(cm, &t, old.Status, "FAILED", end.summary, t.Failure, agentActor)
 	}
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
