@@ -27,6 +27,32 @@ var _ = Describe("SSE resume", func() {
 		f.verifyResume(ctx, "/v1/sessions/"+f.session+"/events", "/v1/sessions/"+f.session+"/events/stream")
 	})
 
+	Context("driven by the scenario contract", func() {
+		BeforeEach(skipWithoutScenarios)
+
+		It("resumes a task stream cut while the task runs with exactly the events it missed", suite.Req("CORE-RESUME-001"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			id := f.submit(ctx, []any{
+				map[string]any{"op": "work", "ms": 10},
+				map[string]any{"op": "emit", "count": 4, "interval_ms": 2},
+				map[string]any{"op": "complete"},
+			})
+			path := "/v1/tasks/" + id + "/stream"
+			// Read the first two events, then hang up while the task goes on.
+			cut := readStream(ctx, path, "", func(rd *stream) bool { return rd.frames >= 2 })
+			suite.Must("CORE-SSE-001", cut.notStream)
+			if cut.frames == 0 {
+				suite.Must("CORE-SSE-001", fmt.Errorf("%s: no event frame within the stream timeout %s", cut.resp, suite.Env().Config.Timeouts.Stream))
+			}
+			cursor := cut.ids[len(cut.ids)-1]
+			if cursor == "" {
+				suite.Must("CORE-SSE-002", fmt.Errorf("%s: the last frame read has neither an id field nor data with an event id, so there is no cursor to resume from", cut.resp))
+			}
+			f.awaitTerminal(ctx, id)
+			f.verifyResumeFrom(ctx, "/v1/tasks/"+id+"/events", path, cursor)
+		})
+	})
+
 	It("answers an unknown Last-Event-ID with one cursor_expired error event and a close", suite.Req("CORE-RESUME-002"), func(ctx SpecContext) {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
@@ -45,7 +71,17 @@ func (f *flow) verifyResume(ctx context.Context, list, path string) {
 	if err != nil || len(all) < 3 {
 		Skip(fmt.Sprintf("GET %s gave %d readable events (%v); a resume check needs at least three (the event specs judge the list)", list, len(all), err))
 	}
-	cursor := all[1].ID
+	f.verifyResumeFrom(ctx, list, path, all[1].ID)
+}
+
+// verifyResumeFrom resumes the stream from cursor and compares what arrives
+// with the rest of the resource's REST event list.
+func (f *flow) verifyResumeFrom(ctx context.Context, list, path, cursor string) {
+	GinkgoHelper()
+	all, err := f.events(ctx, list)
+	if err != nil {
+		Skip(fmt.Sprintf("GET %s: %v (the event specs judge the list)", list, err))
+	}
 	after, _ := check.After(all, cursor)
 	want := check.IDs(after)
 	rd := readStream(ctx, path, cursor, func(rd *stream) bool { return containsAll(rd.ids, want) })
