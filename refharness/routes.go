@@ -24,6 +24,7 @@ type call struct {
 	q      url.Values
 	body   obj
 	idem   string
+	target string // canonical path: the "canonical target" of idempotency scopes
 }
 
 // result is what a write produces under the lock.
@@ -133,7 +134,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, ac
 			allow = append(allow, rt.method)
 			continue
 		}
-		c := &call{r: r, actor: actor, params: params, q: r.URL.Query()}
+		c := &call{r: r, actor: actor, params: params, q: r.URL.Query(), target: "/v1/" + strings.Join(segs, "/")}
 		switch {
 		case rt.get != nil:
 			s.mu.RLock()
@@ -214,7 +215,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	s.mu.Lock()
 	var scope string
 	if useIdem {
-		scope = strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), r.Method, r.URL.Path, c.idem}, "\x00")
+		scope = strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), r.Method, c.target, c.idem}, "\x00")
 		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
 			s.mu.Unlock()
 			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) {
@@ -254,6 +255,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	}
 	if useIdem {
 		res.c.Idem = &idemRecord{Scope: scope, Fingerprint: fp, Status: res.status, Body: body, CreatedAt: s.now()}
+		s.pruneIdemLocked()
 	}
 	var seq uint64
 	if len(res.c.Events)+len(res.c.Puts)+len(res.c.Deletes) > 0 || res.c.Idem != nil {
@@ -272,6 +274,22 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		res.after()
 	}
 	s.writeJSON(w, s.createStatus(res.status), json.RawMessage(body))
+}
+
+// pruneIdemLocked drops expired idempotency records from memory, scanning
+// once per 1,024 keyed writes so the cost stays amortized. (Restarts drop
+// them too: expired records are not loaded.)
+func (s *Server) pruneIdemLocked() {
+	s.idemWrites++
+	if s.idemWrites%1024 != 0 {
+		return
+	}
+	now := s.clock()
+	for k, r := range s.st.idem {
+		if !r.live(now, s.opts.IdempotencyTTL) {
+			delete(s.st.idem, k)
+		}
+	}
 }
 
 func (s *Server) createStatus(status int) int {
@@ -297,6 +315,11 @@ func fingerprint(raw []byte) string {
 func (s *Server) scopeWorkspace(c *call, rt route) string {
 	if ws, ok := c.body.m["workspace_id"].(string); ok {
 		return ws
+	}
+	if id, ok := c.body.m["session_id"].(string); ok {
+		if se, ok := s.st.sessions.get(id); ok {
+			return se.WorkspaceID
+		}
 	}
 	if len(c.params) == 0 {
 		return ""

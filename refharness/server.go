@@ -42,7 +42,9 @@ type Server struct {
 	closed   bool             // no more commits
 	stopping bool             // no more workers
 	runners  map[string]*runner
-	table    []route
+	// idemWrites counts keyed writes, to pace pruning of expired records.
+	idemWrites int
+	table      []route
 
 	ctx    context.Context // canceled by Close; stops workers and streams
 	stop   context.CancelFunc

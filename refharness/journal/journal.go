@@ -67,6 +67,10 @@ func Open(path string, replay func(seq uint64, rec []byte) error, onSync func(se
 	if err != nil {
 		return nil, fmt.Errorf("journal: open: %w", err)
 	}
+	if err := lock(f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	j := &Journal{f: f, onSync: onSync, next: 1, done: make(chan struct{})}
 	j.cond = sync.NewCond(&j.mu)
 	if err := j.load(replay); err != nil {

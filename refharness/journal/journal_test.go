@@ -158,3 +158,14 @@ func BenchmarkAppendWait(b *testing.B) {
 		}
 	})
 }
+
+func TestSecondOpenIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := reopen(t, path)
+	if _, err := Open(path, func(uint64, []byte) error { return nil }, nil); err == nil {
+		t.Fatal("a second Open of a journal in use succeeded")
+	}
+	j.Close()
+	j2, _ := reopen(t, path)
+	j2.Close()
+}
