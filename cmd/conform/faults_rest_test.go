@@ -23,6 +23,7 @@ var restFaults = []faultCase{
 	{Fault: refharness.FaultErrorWithoutEnvelope, Fails: []string{"CORE-ERR-002"}},
 	{Fault: refharness.FaultWrongErrorType, Fails: []string{"CORE-ERR-003"}},
 	{Fault: refharness.FaultNotFoundAs400, Fails: []string{"CORE-ERR-001"}},
+	{Fault: refharness.FaultUnknownRouteNot404, Fails: []string{"CORE-ERR-001"}},
 	{Fault: refharness.FaultNo413, Fails: []string{"CORE-ERR-006"}},
 	// The harness breaks event ranges the same way; the event checks see it.
 	{Fault: refharness.FaultLimitIgnored, Fails: []string{"CORE-PAGE-002"}, Tolerated: []string{"CORE-EVT-004"}},

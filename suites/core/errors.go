@@ -34,6 +34,11 @@ var _ = Describe("Errors", func() {
 		}
 		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + missing + "/tasks", Body: echoTask("nowhere")}, "CORE-ERR-001")
 		expectError(resp, "CORE-ERR-001", http.StatusNotFound, "resource_not_found")
+		// A collection the protocol does not define: absent too. Any error
+		// code is accepted here (a router may answer before the resource
+		// layer), but it must be a 404 error, not a success.
+		resp = suite.Do(ctx, client.Request{Path: "/v1/" + missing}, "CORE-ERR-001")
+		expectError(resp, "CORE-ERR-001", http.StatusNotFound)
 	})
 
 	It("refuses malformed request bodies with 400 invalid_request naming the field", suite.Req("CORE-ERR-004", "CORE-ERR-005", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
