@@ -133,3 +133,23 @@ func TestPages(t *testing.T) {
 		}
 	}
 }
+
+// Hostile event JSON never panics the decoders or the lifecycle reading,
+// and what decodes cleanly satisfies the documented field rules.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte(evJSON("e1", "task.started", 1)))
+	f.Add([]byte(`{"id":"e","event":"task.status_changed","resource":{"object":"task","id":"t1"},"created_at":"x","sequence":1e3,"payload":{"status":7}}`))
+	f.Add([]byte(`{"sequence":-0,"payload":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeEventJSON(b)
+		if err != nil {
+			return
+		}
+		if e.ID == "" || e.Kind == "" || e.Sequence < 0 || e.Payload == nil || e.Resource.ID == "" {
+			t.Fatalf("DecodeEventJSON(%q) = %+v without error, want the required fields", b, e)
+		}
+		cs, _ := Changes(e.Resource.ID, []Event{e, e})
+		_ = Legal("x", cs)
+		_ = Recorded("x", cs, ChangeStatuses(cs), Completed)
+	})
+}
