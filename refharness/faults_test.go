@@ -356,6 +356,84 @@ var probes = map[Fault]probe{
 		}
 		return nil
 	},
+	FaultPublicNeedsVersion: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1", nil, "-"+VersionHeader, ""), 200, "GET /v1 without version header")
+	},
+	FaultAcceptMalformedAuth: func(p *probeEnv) error {
+		return statusIs(p.do("GET", "/v1/tasks", nil, "Authorization", "Basic "+testKey), 401, "Basic credential")
+	},
+	FaultSessionNoMetadata: func(p *probeEnv) error {
+		if _, ok := p.do("GET", "/v1/sessions/"+p.sess, nil).Body["metadata"].(map[string]any); !ok {
+			return errors.New("session lacks metadata")
+		}
+		return nil
+	},
+	FaultSessionNoTranscript: func(p *probeEnv) error {
+		if _, ok := p.do("GET", "/v1/sessions/"+p.sess, nil).Body["transcript"]; !ok {
+			return errors.New("session lacks transcript")
+		}
+		return nil
+	},
+	FaultPartNoVisibility: func(p *probeEnv) error {
+		for _, m := range p.do("GET", "/v1/sessions/"+p.sess+"/messages", nil).list() {
+			for _, part := range m["parts"].([]any) {
+				if _, ok := part.(map[string]any)["visibility"]; !ok {
+					return fmt.Errorf("message %s has a part without visibility", m["id"])
+				}
+			}
+		}
+		return nil
+	},
+	FaultArtifactSHAPrefixed: func(p *probeEnv) error {
+		a := p.do("POST", "/v1/artifacts", map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public", "content_base64": "aGk="})
+		if sum := p.do("GET", "/v1/artifacts/"+a.str("id"), nil).str("sha256"); !hex64.MatchString(sum) {
+			return fmt.Errorf("artifact sha256 %q is not 64 bare hex digits", sum)
+		}
+		return nil
+	},
+	FaultOutcomeNotListed: func(p *probeEnv) error {
+		if n := len(p.do("GET", "/v1/outcomes?task_id="+p.task, nil).list()); n != 1 {
+			return fmt.Errorf("outcome list for a completed task has %d items, want 1", n)
+		}
+		return nil
+	},
+	FaultMessageNotReadable: func(p *probeEnv) error {
+		m := p.do("POST", "/v1/sessions/"+p.sess+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}})
+		return statusIs(p.do("GET", "/v1/messages/"+m.str("id"), nil), 200, "GET appended message")
+	},
+	FaultTaskListIgnoresSession: func(p *probeEnv) error {
+		other := p.session()
+		p.submit(other, nil)
+		for _, t := range p.do("GET", "/v1/tasks?session_id="+p.sess, nil).list() {
+			if t["session_id"] != p.sess {
+				return fmt.Errorf("?session_id=%s listed task of session %v", p.sess, t["session_id"])
+			}
+		}
+		return nil
+	},
+	FaultIdempotencyIgnoresTarget: func(p *probeEnv) error {
+		ws(p, "shared-key")
+		r := p.do("POST", "/v1/sessions/"+p.sess+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}}, "Idempotency-Key", "shared-key")
+		if r.Code == 409 {
+			return errors.New("a key reused on another target conflicts")
+		}
+		return nil
+	},
+	FaultMalformedJSONAs500: func(p *probeEnv) error {
+		return statusIs(p.do("POST", "/v1/workspaces", `{"name":`), 400, "malformed JSON")
+	},
+	FaultEventNoCreatedAt: func(p *probeEnv) error {
+		_, evs := p.taskEvents(p.task)
+		for _, e := range evs {
+			if _, ok := e["created_at"].(string); !ok {
+				return fmt.Errorf("event %s lacks created_at", e["id"])
+			}
+		}
+		return nil
+	},
+	FaultIdempotencyKeyLength: func(p *probeEnv) error {
+		return statusIs(ws(p, strings.Repeat("k", 256)), 400, "256-character Idempotency-Key")
+	},
 }
 
 // eventIDOf is frame i's event id, from the JSON data if the id line is missing.

@@ -429,7 +429,7 @@ func (s *Server) listSessionMessages(c *call) (any, *apiError) {
 }
 
 func (s *Server) getMessage(c *call) (any, *apiError) {
-	if m, ok := s.st.messages.get(c.params[0]); ok {
+	if m, ok := s.st.messages.get(c.params[0]); ok && !s.opts.Faults.Has(FaultMessageNotReadable) {
 		return m, nil
 	}
 	return nil, notFound("message", c.params[0])
@@ -615,6 +615,9 @@ func (s *Server) artifactContent(w http.ResponseWriter, c *call) {
 // ---- outcomes, personas, skills ----
 
 func (s *Server) listOutcomes(c *call) (any, *apiError) {
+	if s.opts.Faults.Has(FaultOutcomeNotListed) {
+		return s.emptyList(c)
+	}
 	t := c.q.Get("task_id")
 	return listPage(s, c, s.st.outcomes, func(o *Outcome) bool { return t == "" || o.TaskID == t })
 }

@@ -134,6 +134,19 @@ const (
 	FaultIDsNotStable               Fault = "ids-not-stable"                // GET /v1/tasks/{id} answers with a different id each time
 	FaultUnknownRouteNot404         Fault = "unknown-route-not-404"         // unknown routes answer 200 with an empty object
 	FaultEventsRepeatOnRange        Fault = "events-ignore-after-event-id"  // REST event lists ignore after_event_id
+	FaultPublicNeedsVersion         Fault = "public-needs-version"          // GET /v1 and /v1/agent-card answer 426 without the version header
+	FaultAcceptMalformedAuth        Fault = "accept-malformed-auth"         // an Authorization header that is not a Bearer credential is accepted
+	FaultSessionNoMetadata          Fault = "session-no-metadata"           // Session objects lack the envelope's metadata
+	FaultSessionNoTranscript        Fault = "session-no-transcript"         // Session objects lack transcript
+	FaultPartNoVisibility           Fault = "part-no-visibility"            // message parts are rendered without visibility
+	FaultArtifactSHAPrefixed        Fault = "artifact-sha-prefixed"         // Artifact.sha256 carries a "sha256:" prefix instead of bare hex
+	FaultOutcomeNotListed           Fault = "outcome-not-listed"            // GET /v1/outcomes is always empty (outcomes still readable by id)
+	FaultMessageNotReadable         Fault = "message-not-readable"          // GET /v1/messages/{id} answers 404 for appended messages
+	FaultTaskListIgnoresSession     Fault = "task-list-ignores-session"     // GET /v1/tasks ignores ?session_id=
+	FaultIdempotencyIgnoresTarget   Fault = "idempotency-ignores-target"    // idempotency scope ignores the target: a key reused on another path conflicts
+	FaultMalformedJSONAs500         Fault = "malformed-json-500"            // a body that is not JSON answers 500 internal_error instead of 400
+	FaultEventNoCreatedAt           Fault = "event-no-created-at"           // Event objects lack created_at
+	FaultIdempotencyKeyLength       Fault = "idempotency-key-length"        // Idempotency-Key length is not checked (empty or >255 accepted)
 )
 
 // AllFaults lists every fault, for tests that iterate them.
@@ -149,6 +162,10 @@ func AllFaults() []Fault {
 		FaultNonUTCTimestamps, FaultWrongObjectField, FaultSequenceNotIncreasing,
 		FaultSSEWrongContentType, FaultSSEDataNotJSON, FaultOutcomeUsesTaskStatus,
 		FaultMissingRequiredField, FaultIDsNotStable, FaultUnknownRouteNot404, FaultEventsRepeatOnRange,
+		FaultPublicNeedsVersion, FaultAcceptMalformedAuth, FaultSessionNoMetadata, FaultSessionNoTranscript,
+		FaultPartNoVisibility, FaultArtifactSHAPrefixed, FaultOutcomeNotListed, FaultMessageNotReadable,
+		FaultTaskListIgnoresSession, FaultIdempotencyIgnoresTarget, FaultMalformedJSONAs500,
+		FaultEventNoCreatedAt, FaultIdempotencyKeyLength,
 	}
 }
 

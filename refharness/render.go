@@ -17,7 +17,9 @@ func (s *Server) render(v any) ([]byte, error) {
 	}
 	f, vs := s.opts.Faults, s.opts.Variants
 	shape := f.Has(FaultNonUTCTimestamps) || f.Has(FaultWrongObjectField) || f.Has(FaultMissingRequiredField) ||
-		f.Has(FaultOutcomeUsesTaskStatus) || vs.Has(VariantExtraFields) || vs.Has(VariantReorderedKeys)
+		f.Has(FaultOutcomeUsesTaskStatus) || vs.Has(VariantExtraFields) || vs.Has(VariantReorderedKeys) ||
+		f.Has(FaultSessionNoMetadata) || f.Has(FaultSessionNoTranscript) || f.Has(FaultPartNoVisibility) ||
+		f.Has(FaultArtifactSHAPrefixed) || f.Has(FaultEventNoCreatedAt)
 	if !shape {
 		return b, nil
 	}
@@ -67,6 +69,31 @@ func (s *Server) reshape(g any) any {
 			switch x["status"] {
 			case "SUCCEEDED":
 				x["status"] = StatusCompleted
+			}
+		}
+		switch obj {
+		case "session":
+			if f.Has(FaultSessionNoMetadata) {
+				delete(x, "metadata")
+			}
+			if f.Has(FaultSessionNoTranscript) {
+				delete(x, "transcript")
+			}
+		case "message":
+			if parts, ok := x["parts"].([]any); ok && f.Has(FaultPartNoVisibility) {
+				for _, p := range parts {
+					if pm, ok := p.(map[string]any); ok {
+						delete(pm, "visibility")
+					}
+				}
+			}
+		case "artifact":
+			if sum, ok := x["sha256"].(string); ok && f.Has(FaultArtifactSHAPrefixed) {
+				x["sha256"] = "sha256:" + sum
+			}
+		case "event":
+			if f.Has(FaultEventNoCreatedAt) {
+				delete(x, "created_at")
 			}
 		}
 		if vs.Has(VariantExtraFields) {

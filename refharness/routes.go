@@ -196,12 +196,15 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	}
 	if vals, ok := r.Header[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
 		c.idem = vals[0]
-		if n := utf8.RuneCountInString(c.idem); n < 1 || n > 255 {
+		if n := utf8.RuneCountInString(c.idem); (n < 1 || n > 255) && !s.opts.Faults.Has(FaultIdempotencyKeyLength) {
 			s.writeError(w, r, badRequest("Idempotency-Key", "Idempotency-Key has %d characters, want 1..255", n))
 			return
 		}
 	}
 	c.body, e = parseObject(raw, rt.noBody)
+	if e != nil && s.opts.Faults.Has(FaultMalformedJSONAs500) && strings.HasPrefix(e.Message, "malformed JSON") {
+		e = internal(errString("cannot decode body"))
+	}
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -216,6 +219,9 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	var scope string
 	if useIdem {
 		scope = strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), r.Method, c.target, c.idem}, "\x00")
+		if s.opts.Faults.Has(FaultIdempotencyIgnoresTarget) {
+			scope = c.actor + "\x00" + c.idem
+		}
 		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
 			s.mu.Unlock()
 			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) {

@@ -309,6 +309,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.methodNotAllowed(w, r, "GET")
 			return
 		}
+		if s.opts.Faults.Has(FaultPublicNeedsVersion) && r.Header.Get(VersionHeader) != ProtocolVersion {
+			s.writeError(w, r, &apiError{Status: http.StatusUpgradeRequired, Code: "unsupported_protocol_version",
+				Message: "missing or unsupported " + VersionHeader, Details: map[string]any{"supported_versions": []string{ProtocolVersion}}})
+			return
+		}
 		if path == "/v1" {
 			s.writeJSON(w, http.StatusOK, s.discovery())
 		} else {
@@ -363,6 +368,9 @@ func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing Authorization header, want \"Bearer <api-key>\""}
 	}
 	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok && s.opts.Faults.Has(FaultAcceptMalformedAuth) {
+		return "actor_anonymous", nil
+	}
 	if !ok {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "Authorization header is not a Bearer credential"}
 	}

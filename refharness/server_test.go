@@ -572,3 +572,25 @@ func TestMountedUnderPrefix(t *testing.T) {
 		t.Errorf("GET /harness/v1/tasks = %d, want 200", r2.StatusCode)
 	}
 }
+
+func TestIdempotencyWindow(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 4, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	h := newHarness(t, Options{Clock: clock})
+	body := map[string]any{"name": "w", "root": "/"}
+	first := h.must(201, h.do("POST", "/v1/workspaces", body, "Idempotency-Key", "win"), "first").str("id")
+	// The trailing slash names the same target.
+	if id := h.do("POST", "/v1/workspaces/", body, "Idempotency-Key", "win").str("id"); id != first {
+		t.Errorf("retry on /v1/workspaces/ created %s, want %s", id, first)
+	}
+	advance(23*time.Hour + 59*time.Minute)
+	if id := h.do("POST", "/v1/workspaces", body, "Idempotency-Key", "win").str("id"); id != first {
+		t.Errorf("retry within 24h created %s, want %s", id, first)
+	}
+	advance(2 * time.Minute)
+	if id := h.do("POST", "/v1/workspaces", body, "Idempotency-Key", "win").str("id"); id == first {
+		t.Errorf("retry after 24h still answered %s; the window is 24h by default", id)
+	}
+}
