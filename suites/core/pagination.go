@@ -48,7 +48,7 @@ var _ = Describe("Pagination", func() {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {strconv.Itoa(n)}}}, "CORE-PAGE-002")
 			suite.Must("CORE-PAGE-002", check.Status(resp, http.StatusOK))
 			p, err := check.ListPage(resp)
-			suite.Must("CORE-PAGE-002", err)
+			suite.Must(reqListShape, err)
 			suite.Check("CORE-PAGE-002", check.Limit(resp, p, n, len(ids)))
 		}
 		// Out of range: refused as invalid, or clamped into a valid page.
@@ -63,7 +63,7 @@ var _ = Describe("Pagination", func() {
 				continue
 			}
 			p, err := check.ListPage(resp)
-			suite.Check("CORE-PAGE-002", err)
+			suite.Check(reqListShape, err)
 			if err == nil {
 				suite.Check("CORE-PAGE-002", check.Limit(resp, p, 200, 0))
 			}
@@ -81,7 +81,7 @@ var _ = Describe("Pagination", func() {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: q}, "CORE-PAGE-003")
 			suite.Must("CORE-PAGE-003", check.Status(resp, http.StatusOK))
 			p, err := check.ListPage(resp)
-			suite.Must("CORE-PAGE-003", err)
+			suite.Must(reqListShape, err)
 			pages = append(pages, p.IDs)
 			if !p.HasMore {
 				suite.Check("CORE-PAGE-003", check.Walk(pages, ids, false))

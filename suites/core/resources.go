@@ -24,6 +24,7 @@ const (
 	reqErrShape  = "CORE-ERR-002"
 	reqErrTable  = "CORE-ERR-003"
 	reqNoKeyEcho = "CORE-AUTH-004"
+	reqListShape = "CORE-PAGE-001"
 )
 
 // fieldsReq is the requirement that lists a kind's required fields.
@@ -228,7 +229,7 @@ func listAll(ctx context.Context, req, path string, query url.Values) (items []m
 		observe(resp)
 		suite.Must(req, check.Status(resp, http.StatusOK))
 		p, err := check.ListPage(resp)
-		suite.Must(req, err)
+		suite.Must(reqListShape, err)
 		items = append(items, p.Items...)
 		if !p.HasMore {
 			return items, true
@@ -325,7 +326,7 @@ var _ = Describe("Resource reads", func() {
 		evResp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + id + "/events"}, "CORE-READ-001")
 		suite.Must("CORE-READ-001", check.Status(evResp, http.StatusOK))
 		evs, err := check.ListPage(evResp)
-		suite.Must("CORE-READ-001", err)
+		suite.Must(reqListShape, err)
 		if len(evs.Items) > 0 {
 			eid := idOf(evs.Items[0])
 			resp, e := readObject(ctx, "CORE-READ-001", "/v1/events/"+url.PathEscape(eid), nil)
