@@ -119,6 +119,17 @@ type wrapFault struct {
 
 var restWrapFaults = []wrapFault{
 	{Name: "accept-malformed-auth", Wrap: acceptMalformedAuth, Fails: []string{"CORE-AUTH-002"}},
+	{Name: "public-needs-version", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if (r.URL.Path == "/v1" || r.URL.Path == "/v1/agent-card") && r.Header.Get(refharness.VersionHeader) == "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUpgradeRequired)
+				io.WriteString(w, `{"error":{"code":"unsupported_protocol_version","type":"request_error","message":"version header required"}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, Fails: []string{"CORE-VER-004"}},
 	{Name: "no-envelope-metadata", Wrap: rewriting(func(_ *http.Request, v any) {
 		eachResource(v, func(m map[string]any) { delete(m, "metadata") })
 	}), Fails: []string{"CORE-READ-001"}},
