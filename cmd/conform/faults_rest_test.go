@@ -333,3 +333,52 @@ func globalIdempotencyScope(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// SHOULD-level behaviour broken from outside: each must earn a warning for
+// exactly its requirement and fail nothing.
+var restWrapShouldFaults = []struct {
+	Name  string
+	Wrap  func(http.Handler) http.Handler
+	Warns string
+}{
+	{"unknown-session-state", rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "session", func(m map[string]any) { m["state"] = "HIBERNATING" })
+	}), "CORE-READ-009"},
+	{"bare-a2a-card", rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+			if a, ok := m["a2a_card"].(map[string]any); ok {
+				delete(a, "defaultInputModes")
+			}
+		}
+	}), "CORE-CARD-002"},
+	{"unbounded-idempotency-keys", func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if vs, ok := r.Header["Idempotency-Key"]; ok && (vs[0] == "" || len(vs[0]) > 255) {
+				r.Header.Del("Idempotency-Key")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, "CORE-IDEM-006"},
+}
+
+func TestRESTWrappedShouldFaultsWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	for _, tc := range restWrapShouldFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			url := wrappedHarness(t, tc.Wrap)
+			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
+			if r == nil {
+				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
+			}
+			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
+				t.Errorf("%s: %s not reported as a warning (warnings: %v)", tc.Name, tc.Warns, warned)
+			}
+			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+				t.Errorf("%s breaks a SHOULD, but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
+			}
+		})
+	}
+}
