@@ -28,10 +28,12 @@ var _ = Describe("Task cancellation", func() {
 		// the task's end; every outcome is legal but the ones checked below.
 		const rounds = 3
 		ids := make([]string, rounds)
+		took := make([]bool, rounds)
 		for i := range ids {
 			ids[i] = f.submit(ctx, nil)
 			resp, body := f.cancel(ctx, ids[i])
 			if resp.Status == 200 {
+				took[i] = true
 				suite.Check("CORE-CANCEL-003", check.NoCompletedAt(resp.String(), body))
 				continue
 			}
@@ -40,8 +42,12 @@ var _ = Describe("Task cancellation", func() {
 		// A fence: a task submitted after every cancel, run to its end, gives
 		// the raced tasks time to (wrongly) finish after their cancel.
 		f.awaitTerminal(ctx, f.submit(ctx, nil))
-		for _, id := range ids {
-			f.awaitTerminal(ctx, id)
+		for i, id := range ids {
+			final, _ := f.awaitTerminal(ctx, id)
+			if took[i] && !check.Terminal(final) {
+				suite.Check("CORE-CANCEL-001", fmt.Errorf("GET /v1/tasks/%s: the cancel was answered 200, but %s later the task is still %s; want it ended",
+					id, suite.Env().Config.Timeouts.Task, final))
+			}
 			f.verifyCanceledHolds(ctx, id)
 		}
 	})
@@ -53,6 +59,10 @@ var _ = Describe("Task cancellation", func() {
 			f := newFlow(ctx)
 			id, ms := f.cancelWhileWorking(ctx)
 			final, _ := f.awaitTerminal(ctx, id)
+			if !check.Terminal(final) {
+				suite.Must("CORE-CANCEL-001", fmt.Errorf("GET /v1/tasks/%s: the cancel was answered 200, but %s later the task is still %s; want it CANCELED",
+					id, suite.Env().Config.Timeouts.Task, final))
+			}
 			if final == check.Completed && !contains(f.reads[id], check.Canceled) {
 				// Cancellation is cooperative: the task may finish first.
 				Skip("the task completed before the cancel took effect; nothing to check")
