@@ -26,7 +26,7 @@ var _ = Describe("Task lifecycle", func() {
 	Context("driven by the scenario contract", func() {
 		BeforeEach(skipWithoutScenarios)
 
-		It("blocks in INPUT_REQUIRED until input arrives, then finishes, through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		It("moves through INPUT_REQUIRED and, once given input, to its end, all through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
 			f := newFlow(ctx)
 			id := f.submit(ctx, []any{
 				map[string]any{"op": "input_required", "prompt": "conform: which file?"},
@@ -38,7 +38,7 @@ var _ = Describe("Task lifecycle", func() {
 			f.verifyLifecycle(ctx, id, final)
 		})
 
-		It("blocks in AUTH_REQUIRED until confirmed, then finishes, through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		It("moves through AUTH_REQUIRED and, once confirmed, to its end, all through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
 			f := newFlow(ctx)
 			id := f.submit(ctx, []any{
 				map[string]any{"op": "auth_required", "reason": "conform: connect the account"},
@@ -61,7 +61,7 @@ var _ = Describe("Task lifecycle", func() {
 			suite.Should("CORE-LIFE-003", f.failureVisible(ctx, id))
 		})
 
-		It("keeps a slow task WORKING and then completes it through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		It("runs a slow task through WORKING to COMPLETED through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
 			f := newFlow(ctx)
 			id := f.submit(ctx, []any{
 				map[string]any{"op": "work", "ms": 30},
