@@ -61,6 +61,16 @@ var _ = Describe("Task lifecycle", func() {
 			suite.Should("CORE-LIFE-003", f.failureVisible(ctx, id))
 		})
 
+		It("records a cancel of a WORKING task as an allowed move with its own task state event", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+			f := newFlow(ctx)
+			// Work far longer than the spec runs, so only the cancel ends it.
+			id := f.submit(ctx, workThenComplete(60000))
+			f.driveTo(ctx, id, check.Working)
+			f.cancel(ctx, id)
+			final, _ := f.awaitTerminal(ctx, id)
+			f.verifyLifecycle(ctx, id, final)
+		})
+
 		It("runs a slow task through WORKING to COMPLETED through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
 			f := newFlow(ctx)
 			id := f.submit(ctx, []any{
