@@ -422,11 +422,14 @@ var probes = map[Fault]probe{
 	FaultMalformedJSONAs500: func(p *probeEnv) error {
 		return statusIs(p.do("POST", "/v1/workspaces", `{"name":`), 400, "malformed JSON")
 	},
-	FaultEventNoCreatedAt: func(p *probeEnv) error {
+	FaultEventByIDDiffers: func(p *probeEnv) error {
 		_, evs := p.taskEvents(p.task)
 		for _, e := range evs {
-			if _, ok := e["created_at"].(string); !ok {
-				return fmt.Errorf("event %s lacks created_at", e["id"])
+			one := p.do("GET", "/v1/events/"+e["id"].(string), nil)
+			a, _ := json.Marshal(e["payload"])
+			b, _ := json.Marshal(one.Body["payload"])
+			if string(a) != string(b) {
+				return fmt.Errorf("event %s by id has payload %s, the list has %s", e["id"], b, a)
 			}
 		}
 		return nil

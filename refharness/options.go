@@ -145,7 +145,7 @@ const (
 	FaultTaskListIgnoresSession     Fault = "task-list-ignores-session"     // GET /v1/tasks ignores ?session_id=
 	FaultIdempotencyIgnoresTarget   Fault = "idempotency-ignores-target"    // idempotency scope ignores the target: a key reused on another path conflicts
 	FaultMalformedJSONAs500         Fault = "malformed-json-500"            // a body that is not JSON answers 500 internal_error instead of 400
-	FaultEventNoCreatedAt           Fault = "event-no-created-at"           // Event objects lack created_at
+	FaultEventByIDDiffers           Fault = "event-by-id-differs"           // GET /v1/events/{id} answers the event with an empty payload
 	FaultIdempotencyKeyLength       Fault = "idempotency-key-length"        // Idempotency-Key length is not checked (empty or >255 accepted)
 )
 
@@ -165,7 +165,7 @@ func AllFaults() []Fault {
 		FaultPublicNeedsVersion, FaultAcceptMalformedAuth, FaultSessionNoMetadata, FaultSessionNoTranscript,
 		FaultPartNoVisibility, FaultArtifactSHAPrefixed, FaultOutcomeNotListed, FaultMessageNotReadable,
 		FaultTaskListIgnoresSession, FaultIdempotencyIgnoresTarget, FaultMalformedJSONAs500,
-		FaultEventNoCreatedAt, FaultIdempotencyKeyLength,
+		FaultEventByIDDiffers, FaultIdempotencyKeyLength,
 	}
 }
 

@@ -19,7 +19,7 @@ func (s *Server) render(v any) ([]byte, error) {
 	shape := f.Has(FaultNonUTCTimestamps) || f.Has(FaultWrongObjectField) || f.Has(FaultMissingRequiredField) ||
 		f.Has(FaultOutcomeUsesTaskStatus) || vs.Has(VariantExtraFields) || vs.Has(VariantReorderedKeys) ||
 		f.Has(FaultSessionNoMetadata) || f.Has(FaultSessionNoTranscript) || f.Has(FaultPartNoVisibility) ||
-		f.Has(FaultArtifactSHAPrefixed) || f.Has(FaultEventNoCreatedAt)
+		f.Has(FaultArtifactSHAPrefixed)
 	if !shape {
 		return b, nil
 	}
@@ -90,10 +90,6 @@ func (s *Server) reshape(g any) any {
 		case "artifact":
 			if sum, ok := x["sha256"].(string); ok && f.Has(FaultArtifactSHAPrefixed) {
 				x["sha256"] = "sha256:" + sum
-			}
-		case "event":
-			if f.Has(FaultEventNoCreatedAt) {
-				delete(x, "created_at")
 			}
 		}
 		if vs.Has(VariantExtraFields) {
