@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
 )
 
 // Lifecycle, cancellation, outcome, event and SSE faults: each must fail
@@ -53,4 +62,111 @@ func TestStreamVariantsPass(t *testing.T) {
 			assertVariantPasses(t, v, "core")
 		})
 	}
+}
+
+// Readings of the spec that the reference Harness does not take but a
+// reasonable implementer could: the suite must pass them too. Each wraps
+// the reference Harness in a small handler that changes one behaviour
+// (wrappedHarness is in faults_rest_test.go).
+func TestStreamReadingsPass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per reading")
+	}
+	for name, wrap := range map[string]func(http.Handler, *atomic.Int64) http.Handler{
+		"task streams stay open after the task ended": holdStreamsOpen,
+		"unknown Last-Event-ID refused with 410":      refuseUnknownCursor,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var used atomic.Int64 // times the wrapper changed an answer
+			url := wrappedHarness(t, func(h http.Handler) http.Handler { return wrap(h, &used) })
+			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core", "--stream-timeout", "3s")
+			if r == nil {
+				t.Fatalf("no report; exit %d:\n%s", code, console)
+			}
+			if f := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(f) > 0 {
+				t.Errorf("a legal reading, but the suite reports %v: %s", f, messages(r, f))
+			}
+			if used.Load() == 0 {
+				t.Error("the suite never met the changed behaviour, so this proves nothing")
+			}
+		})
+	}
+}
+
+// holdStreamsOpen keeps a task stream open with keep-alive comments after
+// the reference Harness ends it (it ends task streams once the task is
+// over; the spec does not say either way). Error streams still close.
+func holdStreamsOpen(next http.Handler, used *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/tasks/") || !strings.HasSuffix(r.URL.Path, "/stream") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &sniffWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status != http.StatusOK || bytes.Contains(sw.seen, []byte("event: error")) {
+			return
+		}
+		used.Add(1)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(w, ": still here\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			}
+		}
+	})
+}
+
+// sniffWriter remembers the status and the first bytes written.
+type sniffWriter struct {
+	http.ResponseWriter
+	status int
+	seen   []byte
+}
+
+func (s *sniffWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *sniffWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if len(s.seen) < 4096 {
+		s.seen = append(s.seen, b...)
+	}
+	return s.ResponseWriter.Write(b)
+}
+func (s *sniffWriter) Flush() { s.ResponseWriter.(http.Flusher).Flush() }
+
+// refuseUnknownCursor answers a stream request whose Last-Event-ID is not
+// an event the Harness holds with 410 cursor_expired instead of an error
+// event: a clear error that does not pretend the stream is continuous.
+func refuseUnknownCursor(next http.Handler, used *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		last := r.Header.Get("Last-Event-ID")
+		if last == "" || !strings.HasSuffix(r.URL.Path, "/stream") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		probe := httptest.NewRequest(http.MethodGet, "/v1/events/"+url.PathEscape(last), nil)
+		probe.Header = r.Header.Clone()
+		probe.Header.Del("Last-Event-ID")
+		probe.Header.Set("Accept", "application/json")
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, probe)
+		if rec.Code != http.StatusNotFound {
+			next.ServeHTTP(w, r)
+			return
+		}
+		used.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		io.WriteString(w, `{"error":{"code":"cursor_expired","message":"that cursor is not held","type":"request_error","param":"Last-Event-ID"}}`)
+	})
 }
