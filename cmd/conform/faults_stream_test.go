@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -75,6 +76,7 @@ func TestStreamReadingsPass(t *testing.T) {
 	for name, wrap := range map[string]func(http.Handler, *atomic.Int64) http.Handler{
 		"task streams stay open after the task ended": holdStreamsOpen,
 		"unknown Last-Event-ID refused with 410":      refuseUnknownCursor,
+		"every transition is task.status_changed":     statusChangedOnly,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -170,3 +172,63 @@ func refuseUnknownCursor(next http.Handler, used *atomic.Int64) http.Handler {
 		io.WriteString(w, `{"error":{"code":"cursor_expired","message":"that cursor is not held","type":"request_error","param":"Last-Event-ID"}}`)
 	})
 }
+
+// statusChangedOnly announces every task transition after submission as
+// task.status_changed with only payload.status (no previous_status), in
+// event lists and on streams: the taxonomy's generic state event.
+func statusChangedOnly(next http.Handler, used *atomic.Int64) http.Handler {
+	specific := map[string]bool{"task.started": true, "task.input_required": true, "task.auth_required": true,
+		"task.completed": true, "task.failed": true, "task.canceled": true}
+	event := func(e map[string]any) {
+		if k, _ := e["event"].(string); specific[k] {
+			e["event"] = "task.status_changed"
+			if p, ok := e["payload"].(map[string]any); ok {
+				delete(p, "previous_status")
+			}
+			used.Add(1)
+		}
+	}
+	lists := rewriting(func(_ *http.Request, v any) { eachObject(v, "event", event) })(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/stream") {
+			lists.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&frameRewriter{ResponseWriter: w, specific: specific, event: event}, r)
+	})
+}
+
+// frameRewriter rewrites SSE lines as the reference Harness writes them
+// (whole frames per Write): event: lines of specific task state kinds, and
+// data: lines holding an Event.
+type frameRewriter struct {
+	http.ResponseWriter
+	specific map[string]bool
+	event    func(map[string]any)
+}
+
+func (fr *frameRewriter) Write(b []byte) (int, error) {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if k, ok := strings.CutPrefix(l, "event: "); ok && fr.specific[k] {
+			lines[i] = "event: task.status_changed"
+		}
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			dec := json.NewDecoder(strings.NewReader(d))
+			dec.UseNumber()
+			var m map[string]any
+			if dec.Decode(&m) == nil && m["object"] == "event" {
+				fr.event(m)
+				if nb, err := json.Marshal(m); err == nil {
+					lines[i] = "data: " + string(nb)
+				}
+			}
+		}
+	}
+	if _, err := fr.ResponseWriter.Write([]byte(strings.Join(lines, "\n"))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (fr *frameRewriter) Flush() { fr.ResponseWriter.(http.Flusher).Flush() }
