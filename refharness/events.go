@@ -235,11 +235,18 @@ func (s *Server) taskOverLocked(id string, after uint64, evs []*Event) bool {
 	return pos < s.st.visible && pos <= after
 }
 
+// streamWriteTimeout drops a subscriber that stops reading: without it a
+// stalled client would pin its stream goroutine forever.
+const streamWriteTimeout = 30 * time.Second
+
 func (s *Server) writeSSE(w http.ResponseWriter, fl http.Flusher, buf *bytes.Buffer) bool {
 	b := buf.Bytes()
 	if s.opts.Variants.Has(VariantCRLF) {
 		b = bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))
 	}
+	// Not every ResponseWriter supports deadlines (httptest's does not); then
+	// the client's own context still ends the stream.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	_, err := w.Write(b)
 	buf.Reset()
 	if err != nil {
