@@ -2,11 +2,14 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
@@ -100,4 +103,69 @@ func containsAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// stream is what a bounded read of an SSE stream saw.
+type stream struct {
+	resp      *client.Response
+	frames    int           // data frames read
+	events    []check.Event // their decoded Events, when all decoded
+	ids       []string      // the event id each data frame stands for
+	noID      error         // the first framing failure (id/event missing)
+	badFrame  error         // the first data failure (not a JSON Event of the frame)
+	notStream error         // the answer was not a 200 event stream
+	closed    bool          // the server ended the stream
+	timedOut  bool          // the stream timeout passed first
+}
+
+// readStream opens an SSE stream (resuming from lastID when set) and reads
+// data frames until done (asked after each frame) says enough, the server
+// closes, or the stream timeout passes. Transport failures end the spec with an error verdict.
+func readStream(ctx context.Context, path, lastID string, done func(*stream) bool) *stream {
+	GinkgoHelper()
+	req := client.Request{Path: path}
+	if lastID != "" {
+		req.Header = map[string][]string{"Last-Event-ID": {lastID}}
+	}
+	sctx, cancel := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
+	defer cancel()
+	s, err := suite.Client().Stream(sctx, req)
+	suite.Transport(err)
+	defer s.Close()
+	rd := &stream{resp: s.Response}
+	if err := check.EventStream(s.Response); err != nil {
+		rd.notStream = err
+		return rd
+	}
+	where := "GET " + path
+	for {
+		fr, err := s.NextEvent(sctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			rd.closed = true
+			return rd
+		case errors.Is(err, client.ErrStreamTimeout):
+			rd.timedOut = true
+			return rd
+		case err != nil:
+			rd.badFrame = fmt.Errorf("%s: reading the stream: %w", where, err)
+			return rd
+		}
+		rd.frames++
+		rd.ids = append(rd.ids, check.FrameID(fr))
+		if err := check.FrameFields(where, fr); err != nil && rd.noID == nil {
+			rd.noID = err
+		}
+		e, err := check.FrameEvent(where, fr)
+		if err != nil {
+			if rd.badFrame == nil {
+				rd.badFrame = err
+			}
+		} else if rd.badFrame == nil {
+			rd.events = append(rd.events, e)
+		}
+		if done != nil && done(rd) {
+			return rd
+		}
+	}
 }
