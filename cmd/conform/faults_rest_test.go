@@ -169,6 +169,29 @@ var restWrapFaults = []wrapFault{
 		})
 	}, Fails: []string{"CORE-TASK-003"}},
 	{Name: "bad-json-as-422", Wrap: badJSONAs422, Fails: []string{"CORE-ERR-004"}},
+	{Name: "messages-reversed", Wrap: rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/messages") {
+			if data, ok := m["data"].([]any); ok {
+				slices.Reverse(data)
+			}
+		}
+	}), Fails: []string{"CORE-READ-012"}},
+	{Name: "content-not-matching-sha256", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/content") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			for k, vs := range rec.Header() {
+				w.Header()[k] = vs
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			w.Write(append(rec.Body.Bytes(), '!'))
+		})
+	}, Fails: []string{"CORE-READ-013"}},
 	{Name: "idempotency-global-scope", Wrap: globalIdempotencyScope, Fails: []string{"CORE-IDEM-007"}},
 }
 

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -319,4 +321,42 @@ func findings(resp *client.Response, what string, errs []string) error {
 	}
 	slices.Sort(errs)
 	return fmt.Errorf("%s: %s: %s", resp, what, strings.Join(errs, "; "))
+}
+
+// InOrder checks that the ids of want appear in listed in the same
+// relative order (other ids may come between them), each exactly once.
+func InOrder(what string, listed, want []string) error {
+	pos := map[string]int{}
+	for i, id := range listed {
+		if _, dup := pos[id]; dup {
+			return fmt.Errorf("%s: %q is listed twice", what, id)
+		}
+		pos[id] = i
+	}
+	last := -1
+	for i, id := range want {
+		p, ok := pos[id]
+		if !ok {
+			return fmt.Errorf("%s: %q (appended #%d) is not listed", what, id, i+1)
+		}
+		if p < last {
+			return fmt.Errorf("%s: %q (appended #%d) is listed before %q (appended #%d); listed order %v, appended order %v",
+				what, id, i+1, want[i-1], i, listed, want)
+		}
+		last = p
+	}
+	return nil
+}
+
+// ContentHash checks that served bytes hash to an Artifact's sha256.
+func ContentHash(resp *client.Response, sha string) error {
+	if resp.Truncated {
+		return fmt.Errorf("%s: content larger than the read cap; cannot hash it", resp)
+	}
+	sum := sha256.Sum256(resp.Body)
+	got := hex.EncodeToString(sum[:])
+	if !strings.EqualFold(got, sha) {
+		return fmt.Errorf("%s: the %d bytes served hash to %s, but the artifact's sha256 is %s", resp, len(resp.Body), got, sha)
+	}
+	return nil
 }

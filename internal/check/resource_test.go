@@ -155,3 +155,37 @@ func TestSameIDAndAgree(t *testing.T) {
 		t.Errorf("Agree(different) = %v", err)
 	}
 }
+
+func TestInOrder(t *testing.T) {
+	if err := InOrder("list", []string{"x", "a", "y", "b", "c"}, []string{"a", "b", "c"}); err != nil {
+		t.Errorf("InOrder(interleaved) = %v", err)
+	}
+	for _, tc := range []struct {
+		listed []string
+		want   string
+	}{
+		{[]string{"a", "c", "b"}, `"c" (appended #3) is listed before "b"`},
+		{[]string{"a", "b"}, `"c" (appended #3) is not listed`},
+		{[]string{"a", "b", "b", "c"}, `"b" is listed twice`},
+	} {
+		if err := InOrder("list", tc.listed, []string{"a", "b", "c"}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("InOrder(%v) = %v, want %q", tc.listed, err, tc.want)
+		}
+	}
+}
+
+func TestContentHash(t *testing.T) {
+	// sha256("abc")
+	const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	if err := ContentHash(resp(200, "abc"), strings.ToUpper(abc)); err != nil {
+		t.Errorf("ContentHash(abc) = %v", err)
+	}
+	if err := ContentHash(resp(200, "abd"), abc); err == nil || !strings.Contains(err.Error(), "the 3 bytes served hash to") {
+		t.Errorf("ContentHash(abd) = %v", err)
+	}
+	cut := resp(200, "abc")
+	cut.Truncated = true
+	if err := ContentHash(cut, abc); err == nil || !strings.Contains(err.Error(), "read cap") {
+		t.Errorf("ContentHash(truncated) = %v", err)
+	}
+}

@@ -276,6 +276,25 @@ var _ = Describe("Resource reads", func() {
 		}
 	})
 
+	It("keeps a Session's messages in the order they were appended", suite.Req("CORE-READ-012"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-READ-012")
+		var want []string
+		for i := range 3 {
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/messages",
+				Body: map[string]any{"message": textMessage("user", fmt.Sprintf("turn %d", i+1))}}, "CORE-READ-012")
+			want = append(want, idOf(succeeded("CORE-READ-012", resp)))
+		}
+		items, complete := listAll(ctx, "CORE-READ-012", "/v1/sessions/"+sess+"/messages", nil)
+		if !complete {
+			suite.Must("CORE-READ-012", fmt.Errorf("GET /v1/sessions/%s/messages: a list of 3 messages did not end within the page bound", sess))
+		}
+		listed := make([]string, 0, len(items))
+		for _, it := range items {
+			listed = append(listed, idOf(it))
+		}
+		suite.Check("CORE-READ-012", check.InOrder("GET /v1/sessions/"+sess+"/messages", listed, want))
+	})
+
 	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-READ-004")
 		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
@@ -335,7 +354,7 @@ var _ = Describe("Resource reads", func() {
 		}
 	})
 
-	It("reads an Artifact by id and in the artifact list", suite.Req("CORE-READ-007", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
+	It("reads an Artifact by id, in the artifact list and its bytes", suite.Req("CORE-READ-007", "CORE-READ-013", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		id, filter := artifactFor(ctx, "CORE-READ-007")
 		resp, a := readObject(ctx, "CORE-READ-007", "/v1/artifacts/"+id, nil)
 		suite.Check("CORE-ID-001", check.SameID(resp, a, id))
@@ -350,6 +369,20 @@ var _ = Describe("Resource reads", func() {
 		}
 		if !found && complete {
 			suite.Check("CORE-READ-007", fmt.Errorf("GET /v1/artifacts?%s: artifact %q is not listed", filter.Encode(), id))
+		}
+		// The bytes, where the server offers them (404 or 501 when it
+		// does not), must hash to the advertised sha256.
+		if sha, ok := a["sha256"].(string); ok {
+			content := suite.Do(ctx, client.Request{Path: "/v1/artifacts/" + id + "/content"}, "CORE-READ-013")
+			switch content.Status {
+			case http.StatusOK:
+				suite.Check("CORE-READ-013", check.ContentHash(content, sha))
+			case http.StatusNotFound, http.StatusNotImplemented:
+				observe(content)
+			default:
+				observe(content)
+				suite.Check("CORE-READ-013", check.Status(content, http.StatusOK, http.StatusNotFound, http.StatusNotImplemented))
+			}
 		}
 	})
 })

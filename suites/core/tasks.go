@@ -47,8 +47,9 @@ var _ = Describe("Task submit", func() {
 		observeResource(resp, "task", task)
 	})
 
-	It("lists a Session's Tasks and no others, on both list paths", suite.Req("CORE-TASK-003", "CORE-PAGE-001"), func(ctx SpecContext) {
-		mine, other := sessionID(ctx, "CORE-TASK-003"), sessionID(ctx, "CORE-TASK-003")
+	It("lists a Session's Tasks and no others, on both list paths, and filters by Workspace", suite.Req("CORE-TASK-003", "CORE-PAGE-001"), func(ctx SpecContext) {
+		_, session := newSession(ctx, "CORE-TASK-003")
+		mine, other := idOf(session), sessionID(ctx, "CORE-TASK-003")
 		var want []string
 		for i, sess := range []string{mine, mine, other} {
 			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask(fmt.Sprintf("list me %d", i))}, "CORE-TASK-003")
@@ -82,6 +83,30 @@ var _ = Describe("Task submit", func() {
 			}
 			if err := check.Walk([][]string{ids}, want, true); err != nil {
 				suite.Check("CORE-TASK-003", fmt.Errorf("GET %s?%s: %w", src.path, src.query.Encode(), err))
+			}
+		}
+		// By Workspace: the Workspace may hold other Tasks (it may be shared
+		// when the target provisions workspaces), but every listed Task is
+		// in it, and this Session's Tasks are among them.
+		ws, _ := session["workspace_id"].(string)
+		if ws == "" {
+			return
+		}
+		q := url.Values{"workspace_id": {ws}}
+		items, complete := listAll(ctx, "CORE-PAGE-001", "/v1/tasks", q)
+		var ids, foreign []string
+		for _, it := range items {
+			ids = append(ids, idOf(it))
+			if it["workspace_id"] != ws {
+				foreign = append(foreign, fmt.Sprintf("%s (workspace %v)", idOf(it), it["workspace_id"]))
+			}
+		}
+		if len(foreign) > 0 {
+			suite.Check("CORE-TASK-003", fmt.Errorf("GET /v1/tasks?%s lists tasks of other workspaces: %v", q.Encode(), foreign))
+		}
+		if complete {
+			if err := check.Walk([][]string{ids}, want, true); err != nil {
+				suite.Check("CORE-TASK-003", fmt.Errorf("GET /v1/tasks?%s: %w", q.Encode(), err))
 			}
 		}
 	})
