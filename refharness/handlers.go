@@ -183,14 +183,32 @@ func (s *Server) patchWorkspace(c *call) (*result, *apiError) {
 
 func (s *Server) listSessions(c *call) (any, *apiError) {
 	ws := c.q.Get("workspace_id")
-	return listPage(s, c, s.st.sessions, func(x *Session) bool { return ws == "" || x.WorkspaceID == ws })
+	l, e := listPage(s, c, s.st.sessions, func(x *Session) bool { return ws == "" || x.WorkspaceID == ws })
+	if e == nil {
+		for i, v := range l.Data {
+			l.Data[i] = s.sessionView(v.(*Session))
+		}
+	}
+	return l, e
 }
 
 func (s *Server) getSession(c *call) (any, *apiError) {
 	if x, ok := s.st.sessions.get(c.params[0]); ok {
-		return x, nil
+		return s.sessionView(x), nil
 	}
 	return nil, notFound("session", c.params[0])
+}
+
+// sessionView fills in last_event_id, a derived field: the newest retained
+// event of the session's stream, a ready resume cursor.
+func (s *Server) sessionView(se *Session) *Session {
+	pos := s.st.bySession[se.ID]
+	if len(pos) == 0 || pos[len(pos)-1] < s.st.firstPos {
+		return se
+	}
+	cp := *se
+	cp.LastEventID = ptr(eventID(pos[len(pos)-1]))
+	return &cp
 }
 
 func (s *Server) createSession(c *call) (*result, *apiError) {

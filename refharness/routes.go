@@ -368,13 +368,13 @@ func (s *Server) pageArgs(c *call) (limit, after int, e *apiError) {
 }
 
 // listPage pages a table into a List.
-func listPage[T any](s *Server, c *call, t *table[T], keep func(*T) bool) (any, *apiError) {
+func listPage[T any](s *Server, c *call, t *table[T], keep func(*T) bool) (*List, *apiError) {
 	limit, after, e := s.pageArgs(c)
 	if e != nil {
 		return nil, e
 	}
 	items, last, more := t.page(after, limit, keep)
-	l := List{Object: "list", Data: make([]any, 0, len(items))}
+	l := &List{Object: "list", Data: make([]any, 0, len(items))}
 	for _, it := range items {
 		l.Data = append(l.Data, it)
 	}

@@ -96,7 +96,7 @@ func New(opts Options) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	if err := s.recover(); err != nil {
+	if err := s.recoverTasks(); err != nil {
 		s.Close()
 		return nil, err
 	}

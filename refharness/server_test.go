@@ -594,3 +594,20 @@ func TestIdempotencyWindow(t *testing.T) {
 		t.Errorf("retry after 24h still answered %s; the window is 24h by default", id)
 	}
 }
+
+func TestSessionLastEventID(t *testing.T) {
+	h := newHarness(t, Options{})
+	sess := h.session()
+	id := h.submit(sess, nil).str("id")
+	h.waitStatus(id, StatusCompleted)
+	evs := h.must(200, h.do("GET", "/v1/sessions/"+sess+"/events?limit=200", nil), "events").list()
+	want := evs[len(evs)-1]["id"]
+	if got := h.do("GET", "/v1/sessions/"+sess, nil).Body["last_event_id"]; got != want {
+		t.Errorf("last_event_id = %v, want %v", got, want)
+	}
+	for _, se := range h.do("GET", "/v1/sessions", nil).list() {
+		if se["id"] == sess && se["last_event_id"] != want {
+			t.Errorf("listed last_event_id = %v, want %v", se["last_event_id"], want)
+		}
+	}
+}
