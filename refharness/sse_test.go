@@ -196,3 +196,30 @@ func TestGlobalStreamFilters(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamRetention(t *testing.T) {
+	h := newHarness(t, Options{EventRetention: 4})
+	srv := httptest.NewServer(h.s)
+	defer srv.Close()
+	sess := h.session()
+	id := h.submit(sess, []map[string]any{step("emit", "count", 6)}).str("id")
+	h.waitStatus(id, StatusCompleted)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, br := openStream(t, ctx, srv.URL, "/v1/tasks/"+id+"/stream", "")
+	fs, err := readFrames(ctx, br, -1)
+	if err != nil || len(fs) != 4 || fs[3].Event != "task.completed" {
+		t.Fatalf("retained stream = %v, %v; want the last 4 events", fs, err)
+	}
+	_, br2 := openStream(t, ctx, srv.URL, "/v1/tasks/"+id+"/stream", eventID(2))
+	errs, _ := readFrames(ctx, br2, -1)
+	if len(errs) != 1 || errs[0].Event != "error" {
+		t.Errorf("expired cursor frames = %v, want one error frame", errs)
+	}
+	h.s.mu.RLock()
+	n := len(h.s.st.byTask[id])
+	h.s.mu.RUnlock()
+	if n != 4 {
+		t.Errorf("task index holds %d positions, want the 4 retained", n)
+	}
+}

@@ -240,14 +240,36 @@ func (st *state) apply(c *commit, retention int) error {
 	}
 	if retention > 0 && len(st.events) > retention {
 		drop := len(st.events) - retention
-		// Copy rather than reslice so dropped events can be collected.
-		st.events = append([]*Event(nil), st.events[drop:]...)
+		for i, e := range st.events[:drop] {
+			st.trimIndex(st.byTask, e.TaskID, e.pos)
+			st.trimIndex(st.bySession, e.SessionID, e.pos)
+			st.events[i] = nil // let the event be collected
+		}
+		st.events = st.events[drop:]
+		if cap(st.events) > 2*retention+1024 {
+			st.events = append(make([]*Event, 0, 2*retention), st.events...) // release the dead prefix
+		}
 		st.firstPos += uint64(drop)
 	}
 	if c.Idem != nil {
 		st.idem[c.Idem.Scope] = c.Idem
 	}
 	return nil
+}
+
+// trimIndex drops pos, the oldest entry, from a per-resource index.
+func (st *state) trimIndex(idx map[string][]uint64, id *string, pos uint64) {
+	if id == nil {
+		return
+	}
+	ps := idx[*id]
+	if len(ps) > 0 && ps[0] == pos {
+		if len(ps) == 1 {
+			delete(idx, *id)
+			return
+		}
+		idx[*id] = ps[1:]
+	}
 }
 
 // event returns the retained event at pos.
