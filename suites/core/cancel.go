@@ -67,9 +67,10 @@ var _ = Describe("Task cancellation", func() {
 				// Cancellation is cooperative: the task may finish first.
 				Skip("the task completed before the cancel took effect; nothing to check")
 			}
-			// The fence: the same work, started after the cancel, ends after
-			// the canceled task would have ended had the cancel not held.
-			f.awaitTerminal(ctx, f.submit(ctx, workThenComplete(ms)))
+			// The fence: the same work and a margin, started after the
+			// cancel, ends after the canceled task would have ended had the
+			// cancel not held.
+			f.awaitTerminal(ctx, f.submit(ctx, workThenComplete(ms+30)))
 			f.verifyCanceledHolds(ctx, id)
 		})
 
