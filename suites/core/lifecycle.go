@@ -31,6 +31,7 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "complete", "summary": "answered"},
 			})
 			f.driveTo(ctx, id, check.InputRequired)
+			f.verifyWaiting(ctx, id, check.InputRequired)
 			f.answer(ctx, id, "input", map[string]any{"type": "text", "text": "README.md", "visibility": "public"})
 			final := f.driveTo(ctx, id, check.Completed)
 			f.verifyLifecycle(ctx, id, final)
@@ -43,6 +44,7 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "complete"},
 			})
 			f.driveTo(ctx, id, check.AuthRequired)
+			f.verifyWaiting(ctx, id, check.AuthRequired)
 			f.answer(ctx, id, "tool_confirmation", map[string]any{"type": "json", "value": map[string]any{"decision": "approve"}, "visibility": "public"})
 			final := f.driveTo(ctx, id, check.Completed)
 			f.verifyLifecycle(ctx, id, final)
@@ -235,6 +237,19 @@ func seqOf(ss []string) string {
 		return "nothing"
 	}
 	return out
+}
+
+// verifyWaiting checks, before a blocked task is answered, that its move
+// into the blocked status already has its state event: a client watching
+// the events learns that the task waits for it.
+func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
+	GinkgoHelper()
+	cs, err := f.stateEventsUntil(ctx, id, status)
+	if err != nil {
+		suite.Check("CORE-LIFE-002", err)
+		return
+	}
+	suite.Check("CORE-LIFE-002", check.Recorded("GET /v1/tasks/"+id+"/events (before the answer)", cs, f.reads[id], status))
 }
 
 // answer posts a task message of the given kind with one part.
