@@ -169,3 +169,43 @@ func TestSecondOpenIsRefused(t *testing.T) {
 	j2, _ := reopen(t, path)
 	j2.Close()
 }
+
+// FuzzOpen feeds arbitrary bytes after a valid header and a valid record:
+// Open must never panic, and whatever it keeps must be a prefix of intact
+// records that survives a second Open unchanged.
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{5, 0, 0, 0, 1, 2, 3, 4, 'a', 'b'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f})
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		path := filepath.Join(t.TempDir(), "j")
+		j, err := Open(path, func(uint64, []byte) error { return nil }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := j.Append([]byte("first"))
+		j.Wait(seq)
+		j.Close()
+		fh, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		fh.Write(tail)
+		fh.Close()
+		var first [][]byte
+		j2, err := Open(path, func(_ uint64, r []byte) error { first = append(first, append([]byte(nil), r...)); return nil }, nil)
+		if err != nil {
+			return // refusing is fine; panicking is not
+		}
+		j2.Close()
+		if len(first) == 0 || string(first[0]) != "first" {
+			t.Fatalf("the intact first record was lost: %q", first)
+		}
+		var second [][]byte
+		j3, err := Open(path, func(_ uint64, r []byte) error { second = append(second, append([]byte(nil), r...)); return nil }, nil)
+		if err != nil {
+			t.Fatalf("reopen after cut: %v", err)
+		}
+		j3.Close()
+		if len(second) != len(first) || j3.Cut != 0 {
+			t.Fatalf("second open saw %d records (cut %d), first saw %d", len(second), j3.Cut, len(first))
+		}
+	})
+}
