@@ -20,7 +20,9 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // magic opens every journal file; it names the format and its version so an
@@ -95,7 +97,7 @@ func (j *Journal) load(replay func(uint64, []byte) error) error {
 		if err := j.f.Sync(); err != nil {
 			return fmt.Errorf("journal: sync header: %w", err)
 		}
-		return nil
+		return syncDir(filepath.Dir(j.f.Name())) // the new file's directory entry must survive a crash too
 	}
 	r := bufio.NewReaderSize(j.f, 1<<20)
 	hdr := make([]byte, headerLen)
@@ -138,6 +140,20 @@ func (j *Journal) load(replay func(uint64, []byte) error) error {
 	j.durable = j.next - 1
 	_, err = j.f.Seek(off, io.SeekStart)
 	return err
+}
+
+// syncDir fsyncs a directory. Some systems cannot (open fails or Sync is
+// unsupported); there the file's own fsync is all we can do.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("journal: sync directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 func (j *Journal) truncate(off, size int64) error {
