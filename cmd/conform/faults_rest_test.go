@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
@@ -40,6 +39,18 @@ var restFaults = []faultCase{
 	{Fault: refharness.FaultWrongObjectField, Fails: []string{"CORE-READ-003", "CORE-DISC-001", "CORE-CARD-001"}},
 	{Fault: refharness.FaultMissingRequiredField, Fails: []string{"CORE-READ-004"}},
 	{Fault: refharness.FaultIDsNotStable, Fails: []string{"CORE-ID-001", "CORE-ID-002"}},
+	{Fault: refharness.FaultPublicNeedsVersion, Fails: []string{"CORE-VER-004"}},
+	{Fault: refharness.FaultAcceptMalformedAuth, Fails: []string{"CORE-AUTH-002"}},
+	{Fault: refharness.FaultSessionNoMetadata, Fails: []string{"CORE-READ-001"}},
+	{Fault: refharness.FaultSessionNoTranscript, Fails: []string{"CORE-READ-005"}},
+	{Fault: refharness.FaultPartNoVisibility, Fails: []string{"CORE-READ-006"}},
+	{Fault: refharness.FaultArtifactSHAPrefixed, Fails: []string{"CORE-READ-007"}},
+	{Fault: refharness.FaultOutcomeNotListed, Fails: []string{"CORE-READ-008"}},
+	{Fault: refharness.FaultMessageNotReadable, Fails: []string{"CORE-READ-011"}},
+	{Fault: refharness.FaultEventByIDDiffers, Fails: []string{"CORE-READ-014"}},
+	{Fault: refharness.FaultTaskListIgnoresSession, Fails: []string{"CORE-TASK-003"}},
+	{Fault: refharness.FaultIdempotencyIgnoresTarget, Fails: []string{"CORE-IDEM-007"}},
+	{Fault: refharness.FaultMalformedJSONAs500, Fails: []string{"CORE-ERR-004"}},
 }
 
 func TestRESTFaultsCaught(t *testing.T) {
@@ -59,15 +70,10 @@ func TestRESTFaultsCaught(t *testing.T) {
 var restShouldFaults = []struct {
 	Fault refharness.Fault
 	Warns string
-	Skip  string
 }{
-	// The fault drops details.supported_versions, but the 426 message still
-	// names the supported version ("want \"agents-protocol-…\""), which the
-	// ledger (docs/interpretations.md#supported-versions) accepts as listing
-	// it. Until the fault also drops it from the message, the suite rightly
-	// passes it.
-	{refharness.FaultNoSupportedVersions, "CORE-VER-003", "the fault's 426 message still names the supported version"},
-	{Fault: refharness.FaultNoParamOnBadRequest, Warns: "CORE-ERR-005"},
+	{refharness.FaultNoSupportedVersions, "CORE-VER-003"},
+	{refharness.FaultNoParamOnBadRequest, "CORE-ERR-005"},
+	{refharness.FaultIdempotencyKeyLength, "CORE-IDEM-006"},
 }
 
 func TestRESTShouldFaultsWarn(t *testing.T) {
@@ -76,9 +82,6 @@ func TestRESTShouldFaultsWarn(t *testing.T) {
 	}
 	for _, tc := range restShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			if tc.Skip != "" {
-				t.Skip(tc.Skip)
-			}
 			t.Parallel()
 			url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
 			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
@@ -107,10 +110,10 @@ func TestRESTVariantsPass(t *testing.T) {
 	}
 }
 
-// Some Core MUSTs have no fault in the reference Harness yet. Until they
-// do, these rows break the same behaviour from outside: a middleware in
-// front of an unmodified harness rewrites one thing in requests or
-// answers. Each row still has to fail exactly its requirements.
+// Some Core MUSTs have no fault in the reference Harness. These rows break
+// the behaviour from outside instead: a middleware in front of an
+// unmodified harness rewrites one thing in requests or answers. Each row
+// still has to fail exactly its requirements.
 type wrapFault struct {
 	Name      string
 	Wrap      func(http.Handler) http.Handler
@@ -119,56 +122,11 @@ type wrapFault struct {
 }
 
 var restWrapFaults = []wrapFault{
-	{Name: "accept-malformed-auth", Wrap: acceptMalformedAuth, Fails: []string{"CORE-AUTH-002"}},
-	{Name: "public-needs-version", Wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if (r.URL.Path == "/v1" || r.URL.Path == "/v1/agent-card") && r.Header.Get(refharness.VersionHeader) == "" {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusUpgradeRequired)
-				io.WriteString(w, `{"error":{"code":"unsupported_protocol_version","type":"request_error","message":"version header required"}}`)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}, Fails: []string{"CORE-VER-004"}},
-	{Name: "no-envelope-metadata", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachResource(v, func(m map[string]any) { delete(m, "metadata") })
-	}), Fails: []string{"CORE-READ-001"}},
-	{Name: "session-without-transcript", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "session", func(m map[string]any) { delete(m, "transcript") })
-	}), Fails: []string{"CORE-READ-005"}},
-	{Name: "part-without-visibility", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "message", func(m map[string]any) {
-			parts, _ := m["parts"].([]any)
-			for _, p := range parts {
-				if pm, ok := p.(map[string]any); ok {
-					delete(pm, "visibility")
-				}
-			}
-		})
-	}), Fails: []string{"CORE-READ-006"}},
-	{Name: "artifact-without-uri", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "artifact", func(m map[string]any) { delete(m, "uri") })
-	}), Fails: []string{"CORE-READ-007"}},
-	{Name: "outcome-without-summary", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "outcome", func(m map[string]any) { delete(m, "summary") })
-	}), Fails: []string{"CORE-READ-008"}},
 	{Name: "lists-without-page", Wrap: rewriting(func(_ *http.Request, v any) {
 		if m, ok := v.(map[string]any); ok && m["object"] == "list" {
 			delete(m, "page")
 		}
 	}), Fails: []string{"CORE-PAGE-001"}, Tolerated: []string{"CORE-EVT-004"}}, // the event-range walk reads lists too
-	{Name: "task-list-ignores-session", Wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && r.URL.Path == "/v1/tasks" {
-				q := r.URL.Query()
-				q.Del("session_id")
-				r.URL.RawQuery = q.Encode()
-			}
-			next.ServeHTTP(w, r)
-		})
-	}, Fails: []string{"CORE-TASK-003"}},
-	{Name: "bad-json-as-422", Wrap: badJSONAs422, Fails: []string{"CORE-ERR-004"}},
 	{Name: "messages-reversed", Wrap: rewriting(func(r *http.Request, v any) {
 		if m, ok := v.(map[string]any); ok && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/messages") {
 			if data, ok := m["data"].([]any); ok {
@@ -192,7 +150,6 @@ var restWrapFaults = []wrapFault{
 			w.Write(append(rec.Body.Bytes(), '!'))
 		})
 	}, Fails: []string{"CORE-READ-013"}},
-	{Name: "idempotency-global-scope", Wrap: globalIdempotencyScope, Fails: []string{"CORE-IDEM-007"}},
 }
 
 func TestRESTWrappedFaultsCaught(t *testing.T) {
@@ -297,76 +254,6 @@ func eachObject(v any, kind string, f func(map[string]any)) {
 	}
 }
 
-// eachResource calls f on every Core resource object in v.
-func eachResource(v any, f func(map[string]any)) {
-	for _, k := range []string{"task", "session", "message", "artifact", "outcome", "event"} {
-		eachObject(v, k, f)
-	}
-}
-
-// acceptMalformedAuth turns any Authorization header that is not a
-// well-formed Bearer credential into the valid key.
-func acceptMalformedAuth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get("Authorization"); h != "" && !strings.HasPrefix(h, "Bearer ") {
-			r.Header.Set("Authorization", "Bearer "+testKey)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// badJSONAs422 answers a write whose body is not a JSON object with a
-// well-formed 422 policy_violation instead of 400 invalid_request.
-func badJSONAs422(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil {
-			b, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-			var m map[string]any
-			if len(bytes.TrimSpace(b)) > 0 && json.Unmarshal(b, &m) != nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusUnprocessableEntity)
-				io.WriteString(w, `{"error":{"code":"policy_violation","type":"permission_error","message":"body refused"}}`)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
-			r.ContentLength = int64(len(b))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// globalIdempotencyScope treats an Idempotency-Key as global: the same key
-// with a different body on another path is a 409, which the spec's
-// per-target scope does not allow.
-func globalIdempotencyScope(next http.Handler) http.Handler {
-	type use struct{ path, body string }
-	var mu sync.Mutex
-	seen := map[string]use{}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		if key == "" || r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		r.ContentLength = int64(len(b))
-		mu.Lock()
-		prev, ok := seen[key]
-		if !ok {
-			seen[key] = use{r.URL.Path, string(b)}
-		}
-		mu.Unlock()
-		if ok && prev.path != r.URL.Path && prev.body != string(b) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusConflict)
-			io.WriteString(w, `{"error":{"code":"idempotency_key_reused","type":"conflict_error","message":"key already used"}}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // SHOULD-level behaviour broken from outside: each must earn a warning for
 // exactly its requirement and fail nothing.
 var restWrapShouldFaults = []struct {
@@ -384,14 +271,6 @@ var restWrapShouldFaults = []struct {
 			}
 		}
 	}), "CORE-CARD-002"},
-	{"unbounded-idempotency-keys", func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if vs, ok := r.Header["Idempotency-Key"]; ok && (vs[0] == "" || len(vs[0]) > 255) {
-				r.Header.Del("Idempotency-Key")
-			}
-			next.ServeHTTP(w, r)
-		})
-	}, "CORE-IDEM-006"},
 }
 
 func TestRESTWrappedShouldFaultsWarn(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/harn-conform/conform/internal/client"
 )
 
@@ -348,8 +350,11 @@ func InOrder(what string, listed, want []string) error {
 	return nil
 }
 
-// ContentHash checks that served bytes hash to an Artifact's sha256.
+// ContentHash checks that served bytes hash to an Artifact's sha256. A
+// "sha256:" prefix is ignored: the spelling is Fields' concern, the bytes
+// this function's.
 func ContentHash(resp *client.Response, sha string) error {
+	sha = strings.TrimPrefix(sha, "sha256:")
 	if resp.Truncated {
 		return fmt.Errorf("%s: content larger than the read cap; cannot hash it", resp)
 	}
@@ -359,4 +364,19 @@ func ContentHash(resp *client.Response, sha string) error {
 		return fmt.Errorf("%s: the %d bytes served hash to %s, but the artifact's sha256 is %s", resp, len(resp.Body), got, sha)
 	}
 	return nil
+}
+
+// eventFacts are the fields of an Event that can never change.
+var eventFacts = []string{"id", "event", "resource", "sequence", "payload", "created_at"}
+
+// SameEvent checks that two reads of one Event (a list item and the by-id
+// read) carry the same facts: events are append-only, so nothing may differ.
+func SameEvent(resp *client.Response, listed, read map[string]any) error {
+	var errs []string
+	for _, f := range eventFacts {
+		if d := cmp.Diff(listed[f], read[f]); d != "" {
+			errs = append(errs, fmt.Sprintf("%s differs from the event list (-listed +read):\n%s", f, d))
+		}
+	}
+	return findings(resp, resLabel(read), errs)
 }

@@ -189,3 +189,22 @@ func TestContentHash(t *testing.T) {
 		t.Errorf("ContentHash(truncated) = %v", err)
 	}
 }
+
+func TestSameEvent(t *testing.T) {
+	ev := `{"id":"e1","object":"event","event":"task.started","resource":{"object":"task","id":"t"},"sequence":1,
+		"payload":{"status":"WORKING"},"created_at":"2026-04-25T19:00:00Z"}`
+	if err := SameEvent(resp(200, ""), mustObject(t, ev), mustObject(t, strings.Replace(ev, `"object":"event",`, `"x":1,"object":"event",`, 1))); err != nil {
+		t.Errorf("SameEvent(same, extra field) = %v", err)
+	}
+	err := SameEvent(resp(200, ""), mustObject(t, ev), mustObject(t, strings.Replace(ev, `{"status":"WORKING"}`, `{}`, 1)))
+	if err == nil || !strings.Contains(err.Error(), "payload differs from the event list") {
+		t.Errorf("SameEvent(empty payload) = %v", err)
+	}
+}
+
+func TestContentHashIgnoresPrefix(t *testing.T) {
+	const abc = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	if err := ContentHash(resp(200, "abc"), abc); err != nil {
+		t.Errorf("ContentHash(prefixed) = %v", err)
+	}
+}

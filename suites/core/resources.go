@@ -295,7 +295,7 @@ var _ = Describe("Resource reads", func() {
 		suite.Check("CORE-READ-012", check.InOrder("GET /v1/sessions/"+sess+"/messages", listed, want))
 	})
 
-	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
+	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-014", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-READ-004")
 		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
 		task := succeeded("CORE-READ-004", sub)
@@ -346,11 +346,12 @@ var _ = Describe("Resource reads", func() {
 		suite.Must("CORE-READ-001", check.Status(evResp, http.StatusOK))
 		evs, err := check.ListPage(evResp)
 		suite.Must(reqListShape, err)
-		if len(evs.Items) > 0 {
-			eid := idOf(evs.Items[0])
-			resp, e := readObject(ctx, "CORE-READ-001", "/v1/events/"+url.PathEscape(eid), nil)
+		for _, listed := range evs.Items {
+			eid := idOf(listed)
+			resp, e := readObject(ctx, "CORE-READ-014", "/v1/events/"+eid, nil)
 			suite.Check("CORE-ID-001", check.SameID(resp, e, eid))
 			observeResource(resp, "event", e)
+			suite.Check("CORE-READ-014", check.SameEvent(resp, listed, e))
 		}
 	})
 
