@@ -123,3 +123,18 @@ func TestCorruptDataDirIsRefused(t *testing.T) {
 		t.Fatal("New accepted a foreign events.journal")
 	}
 }
+
+func TestRestartedCounterIDsAreNotReused(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, Options{DataDir: dir, IDs: &SeqIDs{}})
+	first := h.must(201, h.do("POST", "/v1/workspaces", map[string]any{"name": "a", "root": "/"}), "ws").str("id")
+	h.s.Close()
+	h2 := newHarness(t, Options{DataDir: dir, IDs: &SeqIDs{}}) // the counter starts over
+	second := h2.must(201, h2.do("POST", "/v1/workspaces", map[string]any{"name": "b", "root": "/"}), "ws").str("id")
+	if second == first {
+		t.Fatalf("id %s reused after restart", first)
+	}
+	if got := h2.do("GET", "/v1/workspaces/"+first, nil).str("name"); got != "a" {
+		t.Errorf("workspace %s now named %q, want a", first, got)
+	}
+}

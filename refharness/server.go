@@ -232,7 +232,20 @@ func (s *Server) envelope(kind, object string, meta map[string]any) Envelope {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	return Envelope{ID: s.ids.NewID(kind), Object: object, CreatedAt: now, UpdatedAt: now, Metadata: meta}
+	return Envelope{ID: s.freshID(kind), Object: object, CreatedAt: now, UpdatedAt: now, Metadata: meta}
+}
+
+// freshID mints an id no stored resource has. The default source never
+// repeats, but a caller's IDSource might (a counter restarted over an
+// existing DataDir): ids are skipped rather than recycled, and after a
+// bounded number of collisions the random source takes over. Holds s.mu.
+func (s *Server) freshID(kind string) string {
+	for i := 0; i < 1<<16; i++ {
+		if id := s.ids.NewID(kind); !s.st.used(id) {
+			return id
+		}
+	}
+	return randomIDs{clock: s.clock}.NewID(kind)
 }
 
 // newEvent builds an event; the id and sequence are assigned at commit.

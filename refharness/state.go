@@ -257,6 +257,13 @@ func (st *state) apply(c *commit, retention int) error {
 	return nil
 }
 
+// used reports whether any stored resource has id.
+func (st *state) used(id string) bool {
+	return st.workspaces.rows[id] != nil || st.sessions.rows[id] != nil || st.tasks.rows[id] != nil ||
+		st.messages.rows[id] != nil || st.artifacts.rows[id] != nil || st.outcomes.rows[id] != nil ||
+		st.personas.rows[id] != nil || st.skills.rows[id] != nil
+}
+
 // trimIndex drops pos, the oldest entry, from a per-resource index.
 func (st *state) trimIndex(idx map[string][]uint64, id *string, pos uint64) {
 	if id == nil {
