@@ -70,8 +70,9 @@ func (r randomIDs) NewID(kind string) string {
 }
 
 // SeqIDs is a deterministic IDSource for tests and golden files: kind_000001,
-// kind_000002, … with one counter per kind. It does not survive restarts, so
-// use it only in in-memory mode or with a fresh DataDir per run.
+// kind_000002, … with one counter per kind. Its counters start over when a
+// server restarts over an existing DataDir; the server then skips ids that are
+// already taken, so none is recycled.
 type SeqIDs struct {
 	mu sync.Mutex
 	n  map[string]int
