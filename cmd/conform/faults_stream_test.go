@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,44 @@ func TestStreamVariantsPass(t *testing.T) {
 		t.Run(string(v), func(t *testing.T) {
 			t.Parallel()
 			assertVariantPasses(t, v, "core")
+		})
+	}
+}
+
+// Faults the reference Harness has no switch for, made by rewriting its
+// answers; each must still fail exactly its requirements.
+var streamWrapFaults = []wrapFault{
+	{Name: "events-without-payload", Wrap: rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "event", func(e map[string]any) { delete(e, "payload") })
+	}), Fails: []string{"CORE-EVT-001"}},
+}
+
+func TestStreamWrappedFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	for _, tc := range streamWrapFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			url := wrappedHarness(t, tc.Wrap)
+			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
+			if r == nil {
+				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
+			}
+			failed := verdicts(r, reports.Fail)
+			for _, id := range tc.Fails {
+				if !slices.Contains(failed, id) {
+					t.Errorf("%s: %s not reported as failed (failed: %v)\n%s", tc.Name, id, failed, messages(r, tc.Fails))
+				}
+			}
+			for _, id := range failed {
+				if !slices.Contains(tc.Fails, id) && !slices.Contains(tc.Tolerated, id) {
+					t.Errorf("%s: unrelated requirement %s failed: %s", tc.Name, id, messages(r, []string{id}))
+				}
+			}
+			if code != 1 {
+				t.Errorf("%s: exit code %d, want 1", tc.Name, code)
+			}
 		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 var _ = Describe("Events", func() {
-	It("lists a task's events with the required fields and increasing sequences, and serves each by id", suite.Req("CORE-EVT-001", "CORE-EVT-002"), func(ctx SpecContext) {
+	It("lists a task's events with the required fields and increasing sequences, and serves them by id", suite.Req("CORE-EVT-001", "CORE-EVT-002"), func(ctx SpecContext) {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
@@ -26,18 +26,13 @@ var _ = Describe("Events", func() {
 		suite.Check("CORE-EVT-002", check.Sequences("GET "+path, evs))
 		for _, e := range []check.Event{evs[0], evs[len(evs)-1]} {
 			resp := suite.Do(ctx, client.Request{Path: "/v1/events/" + e.ID})
-			if err := check.Status(resp, 200); err != nil {
-				suite.Check("CORE-EVT-001", err)
+			// Whether the read succeeds and equals the listed event is the
+			// resource reads' check (CORE-READ-014); here, its fields.
+			if resp.Status != 200 {
 				continue
 			}
-			got, err := check.DecodeEventJSON(resp.Body)
-			if err != nil {
+			if _, err := check.DecodeEventJSON(resp.Body); err != nil {
 				suite.Check("CORE-EVT-001", fmt.Errorf("%s: %w", resp, err))
-				continue
-			}
-			if got.ID != e.ID || got.Kind != e.Kind || got.Sequence != e.Sequence || got.Resource != e.Resource {
-				suite.Check("CORE-EVT-001", fmt.Errorf("%s: got event %s %s #%d of %v, want the listed event %s %s #%d of %v",
-					resp, got.ID, got.Kind, got.Sequence, got.Resource, e.ID, e.Kind, e.Sequence, e.Resource))
 			}
 		}
 	})
@@ -62,9 +57,13 @@ var _ = Describe("Events", func() {
 		}
 		for _, cur := range all {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"after_event_id": {cur.ID}}})
+			if err := check.Status(resp, 200); err != nil {
+				suite.Check("CORE-EVT-003", err)
+				continue
+			}
 			p, err := check.Events(resp)
 			if err != nil {
-				suite.Check("CORE-EVT-003", err)
+				suite.Check("CORE-EVT-001", err) // the events themselves are malformed
 				continue
 			}
 			suite.Check("CORE-EVT-003", check.Range(resp.String(), all, cur.ID, p.Events))
@@ -89,8 +88,9 @@ var _ = Describe("Events", func() {
 		// is seen as repeating, not waited on.
 		for range len(all)/limit + 3 {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: q})
+			suite.Must("CORE-EVT-004", check.Status(resp, 200))
 			p, err := check.Events(resp)
-			suite.Must("CORE-EVT-004", err)
+			suite.Must("CORE-EVT-001", err) // the events themselves are malformed
 			pages = append(pages, p)
 			if !p.HasMore || p.NextCursor == "" {
 				break

@@ -244,9 +244,8 @@ func seqOf(ss []string) string {
 // the events learns that the task waits for it.
 func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
 	GinkgoHelper()
-	cs, err := f.stateEventsUntil(ctx, id, status)
-	if err != nil {
-		suite.Check("CORE-LIFE-002", err)
+	cs, ok := f.stateEventsUntil(ctx, id, status)
+	if !ok {
 		return
 	}
 	suite.Check("CORE-LIFE-002", check.Recorded("GET /v1/tasks/"+id+"/events (before the answer)", cs, f.reads[id], status))
@@ -285,10 +284,12 @@ func (f *flow) events(ctx context.Context, path string) ([]check.Event, error) {
 	return all, nil
 }
 
-// stateEventsUntil reads the task's events until its state events reach
-// final (a target may append the event a moment after the status changes),
-// within the stream timeout.
-func (f *flow) stateEventsUntil(ctx context.Context, id, final string) ([]check.Change, error) {
+// stateEventsUntil reads the task's state events until they reach final (a
+// target may append the event a moment after the status changes), within
+// the stream timeout. An event list that cannot be read is reported under
+// the event requirement, a state event without a status under CORE-LIFE-002;
+// either way ok is false.
+func (f *flow) stateEventsUntil(ctx context.Context, id, final string) (cs []check.Change, ok bool) {
 	GinkgoHelper()
 	path := "/v1/tasks/" + id + "/events"
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Stream)
@@ -297,15 +298,19 @@ func (f *flow) stateEventsUntil(ctx context.Context, id, final string) ([]check.
 	for {
 		evs, err := f.events(ctx, path)
 		if err != nil {
-			return nil, err
+			suite.Check("CORE-EVT-001", err)
+			return nil, false
 		}
-		cs, err := check.Changes(id, evs)
-		if err != nil || !check.KnownStatus(final) || (len(cs) > 0 && cs[len(cs)-1].To == final) || time.Now().After(deadline) {
-			return cs, err
+		if cs, err = check.Changes(id, evs); err != nil {
+			suite.Check("CORE-LIFE-002", fmt.Errorf("GET %s: %w", path, err))
+			return nil, false
+		}
+		if !check.KnownStatus(final) || (len(cs) > 0 && cs[len(cs)-1].To == final) || time.Now().After(deadline) {
+			return cs, true
 		}
 		select {
 		case <-ctx.Done():
-			return cs, nil
+			return cs, true
 		case <-tick.C:
 		}
 	}
@@ -327,9 +332,8 @@ func (f *flow) verifyLifecycle(ctx context.Context, id, final string) {
 func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 	GinkgoHelper()
 	task := "/v1/tasks/" + id
-	cs, err := f.stateEventsUntil(ctx, id, final)
-	if err != nil {
-		suite.Check("CORE-LIFE-002", err)
+	cs, ok := f.stateEventsUntil(ctx, id, final)
+	if !ok {
 		return
 	}
 	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/events", cs))
