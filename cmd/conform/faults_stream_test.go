@@ -72,6 +72,16 @@ var streamWrapFaults = []wrapFault{
 	{Name: "events-without-payload", Wrap: rewriting(func(_ *http.Request, v any) {
 		eachObject(v, "event", func(e map[string]any) { delete(e, "payload") })
 	}), Fails: []string{"CORE-EVT-001"}},
+	{Name: "event-ranges-ignore-limit", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/events") {
+				q := r.URL.Query()
+				q.Del("limit")
+				r.URL.RawQuery = q.Encode()
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, Fails: []string{"CORE-EVT-004"}},
 }
 
 func TestStreamWrappedFaultsCaught(t *testing.T) {
