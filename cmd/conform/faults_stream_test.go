@@ -114,6 +114,53 @@ func TestStreamWrappedFaultsCaught(t *testing.T) {
 	}
 }
 
+// SHOULD-level lifecycle behaviour broken by rewriting: each must earn a
+// warning for exactly its requirement and fail nothing.
+var streamWrapShouldFaults = []struct {
+	Name  string
+	Wrap  func(http.Handler) http.Handler
+	Warns string
+}{
+	{"failure-hidden", rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "task", func(m map[string]any) { delete(m, "failure") })
+		eachObject(v, "event", func(e map[string]any) {
+			if p, ok := e["payload"].(map[string]any); ok && e["event"] == "task.failed" {
+				for _, k := range []string{"failure", "error", "reason", "message"} {
+					delete(p, k)
+				}
+			}
+		})
+	}), "CORE-LIFE-003"},
+	{"outcome-unreachable", rewriting(func(r *http.Request, v any) {
+		eachObject(v, "task", func(m map[string]any) { delete(m, "outcome_id") })
+		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/outcomes" && r.URL.Query().Get("task_id") != "" {
+			m["data"] = []any{}
+		}
+	}), "CORE-OUT-002"},
+}
+
+func TestStreamWrappedShouldFaultsWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	for _, tc := range streamWrapShouldFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			url := wrappedHarness(t, tc.Wrap)
+			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
+			if r == nil {
+				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
+			}
+			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
+				t.Errorf("%s: %s not reported as a warning (warnings: %v)", tc.Name, tc.Warns, warned)
+			}
+			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+				t.Errorf("%s breaks a SHOULD, but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
+			}
+		})
+	}
+}
+
 // Readings of the spec that the reference Harness does not take but a
 // reasonable implementer could: the suite must pass them too. Each wraps
 // the reference Harness in a small handler that changes one behaviour
