@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
@@ -112,11 +114,30 @@ func newFlow(ctx context.Context) *flow {
 	return &flow{session: se, reads: map[string][]string{}}
 }
 
+// roundTrip performs an exchange for the current spec. If the target cannot be
+// spoken to, every requirement the spec names gets an error verdict (the
+// suite could not observe them), never a failure.
+func roundTrip(ctx context.Context, req client.Request) *client.Response {
+	GinkgoHelper()
+	return suite.Do(ctx, req, specReqs()...)
+}
+
+// specReqs lists the requirement ids the current spec names.
+func specReqs() []string {
+	var ids []string
+	for _, l := range CurrentSpecReport().Labels() {
+		if id, ok := strings.CutPrefix(l, evidence.ReqLabelPrefix); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // created performs a setup write and returns the new resource's id. The
 // exact success code is other requirements' business: any 2xx will do.
 func created(ctx context.Context, req client.Request) string {
 	GinkgoHelper()
-	resp := suite.Do(ctx, req)
+	resp := roundTrip(ctx, req)
 	m, err := resp.Object()
 	id, _ := m["id"].(string)
 	if resp.Status/100 != 2 || err != nil || id == "" {
@@ -142,7 +163,7 @@ func (f *flow) submit(ctx context.Context, steps []any) string {
 	if steps != nil {
 		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
 	}
-	resp := suite.Do(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + f.session + "/tasks", Body: body})
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + f.session + "/tasks", Body: body})
 	m, err := resp.Object()
 	id, _ := m["id"].(string)
 	if resp.Status/100 != 2 || err != nil || id == "" {
@@ -157,7 +178,7 @@ func (f *flow) submit(ctx context.Context, steps []any) string {
 // get reads the task once and records its status.
 func (f *flow) get(ctx context.Context, id string) (map[string]any, *client.Response) {
 	GinkgoHelper()
-	resp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + id})
+	resp := roundTrip(ctx, client.Request{Path: "/v1/tasks/" + id})
 	m, err := resp.Object()
 	if resp.Status != 200 || err != nil {
 		Fail(fmt.Sprintf("%s: could not read the task%s", resp, hint(resp)))
@@ -254,7 +275,7 @@ func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
 // answer posts a task message of the given kind with one part.
 func (f *flow) answer(ctx context.Context, id, kind string, part map[string]any) {
 	GinkgoHelper()
-	resp := suite.Do(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/messages",
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/messages",
 		Body: map[string]any{"kind": kind, "message": map[string]any{"role": "user", "parts": []any{part}}}})
 	if resp.Status/100 != 2 {
 		Fail(fmt.Sprintf("setup: %s did not take the %s message%s", resp, kind, hint(resp)))
@@ -269,7 +290,7 @@ func (f *flow) events(ctx context.Context, path string) ([]check.Event, error) {
 	q := url.Values{}
 	seen := map[string]bool{}
 	for range 20 {
-		resp := suite.Do(ctx, client.Request{Path: path, Query: q})
+		resp := roundTrip(ctx, client.Request{Path: path, Query: q})
 		p, err := check.Events(resp)
 		if err != nil {
 			return all, err

@@ -73,12 +73,12 @@ func (f *flow) verifyOutcomes(ctx context.Context, taskID, final string, task ma
 		suite.Check("CORE-OUT-001", check.OutcomeMatches(where, o, taskID, final))
 	}
 	if oid, ok := task["outcome_id"].(string); ok && oid != "" {
-		resp := suite.Do(ctx, client.Request{Path: "/v1/outcomes/" + oid})
+		resp := roundTrip(ctx, client.Request{Path: "/v1/outcomes/" + oid})
 		if o, err := resp.Object(); err == nil && resp.Status == 200 {
 			add(resp.String(), o)
 		}
 	}
-	resp := suite.Do(ctx, client.Request{Path: "/v1/outcomes", Query: url.Values{"task_id": {taskID}}})
+	resp := roundTrip(ctx, client.Request{Path: "/v1/outcomes", Query: url.Values{"task_id": {taskID}}})
 	if m, err := resp.Object(); err == nil && resp.Status == 200 {
 		data, _ := m["data"].([]any)
 		for _, v := range data {
