@@ -271,6 +271,12 @@ var restWrapShouldFaults = []struct {
 			}
 		}
 	}), "CORE-CARD-002"},
+	{"card-claims-websocket", rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+			caps, _ := m["capabilities"].([]any)
+			m["capabilities"] = append(caps, "websocket")
+		}
+	}), "CORE-CARD-003"},
 }
 
 func TestRESTWrappedShouldFaultsWarn(t *testing.T) {

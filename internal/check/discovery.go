@@ -120,3 +120,31 @@ func A2ACard(resp *client.Response, card map[string]any) error {
 	}
 	return findings(resp, "agent card", errs)
 }
+
+// CardAgrees checks that the agent card's capabilities array and the
+// discovery document's capability flags make the same claims about the
+// protocol's own transports and levels. Other entries are extensions.
+func CardAgrees(resp *client.Response, card, discovery map[string]any) error {
+	caps, _ := discovery["capabilities"].(map[string]any)
+	listed, ok := card["capabilities"].([]any)
+	if !ok {
+		return nil // optional on the card
+	}
+	var errs []string
+	onCard := map[string]bool{}
+	for _, v := range listed {
+		if s, ok := v.(string); ok {
+			onCard[s] = true
+		}
+	}
+	for _, f := range transportFlags {
+		flag, _ := caps[f].(bool)
+		switch {
+		case onCard[f] && !flag:
+			errs = append(errs, fmt.Sprintf("the card lists %q but GET /v1 does not flag it true", f))
+		case flag && !onCard[f] && len(onCard) > 0:
+			errs = append(errs, fmt.Sprintf("GET /v1 flags %q true but the card's capabilities omit it", f))
+		}
+	}
+	return findings(resp, "agent card", errs)
+}

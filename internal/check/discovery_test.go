@@ -63,3 +63,24 @@ func TestAgentCard(t *testing.T) {
 		t.Error("A2ACard(string) = nil")
 	}
 }
+
+func TestCardAgrees(t *testing.T) {
+	disc := mustObject(t, goodDiscovery) // rest and sse true, websocket false
+	for _, caps := range []string{`["rest","sse","x.vendor"]`, `null`} {
+		card := mustObject(t, `{"capabilities":`+caps+`}`)
+		if caps == "null" {
+			delete(card, "capabilities")
+		}
+		if err := CardAgrees(resp(200, ""), card, disc); err != nil {
+			t.Errorf("CardAgrees(%s) = %v", caps, err)
+		}
+	}
+	for caps, want := range map[string]string{
+		`["rest","sse","websocket"]`: `the card lists "websocket" but GET /v1 does not flag it true`,
+		`["rest"]`:                   `GET /v1 flags "sse" true but the card's capabilities omit it`,
+	} {
+		if err := CardAgrees(resp(200, ""), mustObject(t, `{"capabilities":`+caps+`}`), disc); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CardAgrees(%s) = %v, want %q", caps, err, want)
+		}
+	}
+}

@@ -19,7 +19,7 @@ var _ = Describe("Discovery", func() {
 		suite.Check("CORE-DISC-001", check.Discovery(resp, m, suite.Env().Config.ProtocolVersion))
 	})
 
-	It("serves a HarnAgentCard at GET /v1/agent-card", suite.Req("CORE-CARD-001", "CORE-CARD-002", "CORE-READ-002"), func(ctx SpecContext) {
+	It("serves a HarnAgentCard at GET /v1/agent-card", suite.Req("CORE-CARD-001", "CORE-CARD-002", "CORE-CARD-003", "CORE-READ-002"), func(ctx SpecContext) {
 		resp := suite.Do(ctx, client.Request{Path: "/v1/agent-card", NoAuth: true}, "CORE-CARD-001")
 		suite.Must("CORE-CARD-001", check.Status(resp, http.StatusOK))
 		card, err := resp.Object()
@@ -27,5 +27,8 @@ var _ = Describe("Discovery", func() {
 		suite.Check("CORE-CARD-001", check.AgentCard(resp, card, suite.Env().Discovery.SupportedVersions))
 		suite.Check("CORE-READ-002", check.Timestamps(resp, card))
 		suite.Should("CORE-CARD-002", check.A2ACard(resp, card))
+		if raw := suite.Env().Discovery.Raw; raw != nil {
+			suite.Should("CORE-CARD-003", check.CardAgrees(resp, card, raw))
+		}
 	})
 })
