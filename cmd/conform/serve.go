@@ -64,9 +64,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return 2, err
 		}
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Let ordinary requests finish briefly, then cut what remains (SSE
+		// streams never finish on their own) before the harness closes its
+		// log in the deferred Close.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		srv.Shutdown(sctx) // open streams end when the harness closes below
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
 	}
 	return 0, nil
 }

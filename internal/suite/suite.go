@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -126,9 +127,17 @@ var _ = AfterEach(func() {
 	}
 }, OncePerOrdered)
 
+// Offline marks a spec that checks fixtures or the suite's own verifiers
+// without talking to the target: it runs whatever levels are selected.
+var Offline = Label("offline")
+
 // gate skips a spec whose level this run does not check, with the reason.
 func gate(env *target.Env) {
-	for _, l := range CurrentSpecReport().Labels() {
+	labels := CurrentSpecReport().Labels()
+	if slices.Contains(labels, "offline") {
+		return
+	}
+	for _, l := range labels {
 		name, ok := strings.CutPrefix(l, evidence.LevelLabelPrefix)
 		if !ok {
 			continue
