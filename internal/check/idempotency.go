@@ -31,7 +31,12 @@ func Replayed(first, retry *client.Response, fields ...string) error {
 	if err != nil {
 		return err
 	}
-	if a["id"] != b["id"] {
+	aid, _ := a["id"].(string)
+	bid, _ := b["id"].(string)
+	if aid == "" || bid == "" {
+		return fmt.Errorf("%s: the first answer's id is %s and the retry's %s, want the same non-empty string", retry, showValue(a["id"]), showValue(b["id"]))
+	}
+	if aid != bid {
 		return fmt.Errorf("%s: retry with the same Idempotency-Key and body created %s, want the first resource %s (a duplicate was created)", retry, showValue(b["id"]), showValue(a["id"]))
 	}
 	var diffs []string

@@ -15,7 +15,7 @@ import (
 // ownedBy checks that a submitted Task names the Session it was submitted
 // on and that Session's Workspace.
 func ownedBy(resp *client.Response, task, session map[string]any) error {
-	if task["session_id"] != session["id"] {
+	if sid, _ := task["session_id"].(string); sid == "" || sid != idOf(session) {
 		return fmt.Errorf("%s: session_id = %v, want %v (the Session it was submitted on)", resp, task["session_id"], session["id"])
 	}
 	if ws, ok := session["workspace_id"].(string); ok && task["workspace_id"] != ws {
