@@ -25,6 +25,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/target"
@@ -132,7 +133,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		done++
 		word := progressWord(sr)
 		counts[word]++
-		fmt.Fprintf(console, "[%d/%d] %-5s %s (%s)\n", done, total, word, env.Redactor.String(sr.FullText()), sr.RunTime.Round(time.Millisecond))
+		fmt.Fprintf(console, "[%d/%d pass %d fail %d warn %d skip %d error %d] %-5s %s: %s (%s)\n",
+			done, total, counts["PASS"], counts["FAIL"], counts["WARN"], counts["SKIP"], counts["ERROR"],
+			word, specLevel(sr), env.Redactor.String(sr.FullText()), sr.RunTime.Round(time.Millisecond))
 	})
 	ReportAfterSuite("conform", func(r Report) {
 		captured, got = r, true
@@ -152,6 +155,15 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	reports.WriteTable(console, rep)
 	fmt.Fprintf(console, "reports: %s, %s, %s\n", filepath.Join(cfg.Out, reports.JSONFile), filepath.Join(cfg.Out, reports.JUnitFile), filepath.Join(cfg.Out, reports.MarkdownFile))
 	return rep.ExitCode, nil
+}
+
+func specLevel(sr SpecReport) string {
+	for _, l := range sr.Labels() {
+		if lv, ok := strings.CutPrefix(l, evidence.LevelLabelPrefix); ok {
+			return lv
+		}
+	}
+	return "-"
 }
 
 func progressWord(sr SpecReport) string {
