@@ -252,15 +252,6 @@ func ChangeStatuses(cs []Change) []string {
 	return out
 }
 
-// TaskStatus reads a Task object's status.
-func TaskStatus(task map[string]any) (string, error) {
-	s, ok := task["status"].(string)
-	if !ok || s == "" {
-		return "", fmt.Errorf("task status is %s, want a status string", describe(task["status"]))
-	}
-	return s, nil
-}
-
 // NoCompletedAt checks that a CANCELED task carries no completed_at.
 func NoCompletedAt(where string, task map[string]any) error {
 	if task["status"] != Canceled {
