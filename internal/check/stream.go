@@ -105,7 +105,7 @@ func Resumed(where string, all []string, cursor string, got []string) error {
 		}
 	}
 	if at < 0 {
-		return fmt.Errorf("%s: cursor %s is not in the event list (suite error)", where, cursor)
+		return fmt.Errorf("%s: cursor %s is not among the events the REST event list holds; want the stream's event ids to be the events' ids", where, cursor)
 	}
 	before := map[string]bool{}
 	for _, id := range all[:at+1] {
