@@ -129,6 +129,13 @@ func TestUnreachable(t *testing.T) {
 func TestStream(t *testing.T) {
 	release := make(chan struct{})
 	c, rec := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/plain" {
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "not a stream")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // never ends on its own
+			return
+		}
 		if r.URL.Path == "/json" {
 			w.WriteHeader(404)
 			io.WriteString(w, `{"error":{}}`)
@@ -165,6 +172,16 @@ func TestStream(t *testing.T) {
 	ex, _ := rec.Exchanges()
 	if len(ex) != 1 || len(ex[0].Frames) != 2 {
 		t.Errorf("recorded %+v, want one sse exchange with 2 frames", ex)
+	}
+
+	// A 200 that is not SSE and never ends: the client keeps a sample and
+	// gives up after the exchange timeout instead of waiting for EOF.
+	s3, err := c.Stream(context.Background(), Request{Path: "/plain", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.Next(ctx); !errors.Is(err, ErrNotEventStream) || string(s3.Response.Body) != "not a stream" {
+		t.Errorf("endless text/plain: err=%v body=%q", err, s3.Response.Body)
 	}
 
 	s2, err := c.Stream(context.Background(), Request{Path: "/json"})

@@ -36,6 +36,10 @@ type frameOrErr struct {
 	err error
 }
 
+// notStreamSample bounds what is kept of an answer that is not an event
+// stream.
+const notStreamSample = 64 << 10
+
 // ErrNotEventStream is returned by Next when the answer was not a 200
 // text/event-stream; Response says what it was.
 var ErrNotEventStream = errors.New("response is not a 200 text/event-stream")
@@ -62,7 +66,16 @@ func (c *Client) Stream(ctx context.Context, req Request) (*Stream, error) {
 	resp := &Response{Method: hr.Method, URL: hr.URL.String(), Status: hresp.StatusCode, Header: hresp.Header, Duration: time.Since(start)}
 	s := &Stream{Response: resp, cancel: cancel, body: hresp.Body, rec: c.rec, start: start, frames: make(chan frameOrErr, 64)}
 	if hresp.StatusCode != http.StatusOK || !IsEventStream(hresp.Header.Get("Content-Type")) {
-		b, truncated, _ := readBounded(hresp.Body, c.opts.MaxBodyBytes)
+		// Not a stream we can read: keep a short, bounded sample of the body
+		// for the report. A 200 text/plain "stream" may never end, so the
+		// sample is cut by size and by the exchange timeout, not by EOF.
+		wait := c.opts.Timeout
+		if req.Timeout > 0 {
+			wait = req.Timeout
+		}
+		cut := time.AfterFunc(wait, func() { hresp.Body.Close() })
+		b, truncated, _ := readBounded(hresp.Body, min(c.opts.MaxBodyBytes, notStreamSample))
+		cut.Stop()
 		resp.Body, resp.Truncated = b, truncated
 		hresp.Body.Close()
 		cancel()
