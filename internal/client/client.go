@@ -141,11 +141,21 @@ type Request struct {
 	Timeout time.Duration
 }
 
-// URL resolves the request's full URL against the base.
+// Seg escapes one path segment. Ids come from the target and may hold
+// anything ("../admin", "a/b"); every id spliced into a Request.Path goes
+// through Seg so it stays one segment.
+func Seg(id string) string { return url.PathEscape(id) }
+
+// URL resolves the request's full URL against the base. Request.Path is an
+// escaped path (see Seg).
 func (c *Client) URL(req Request) string {
 	u := *c.base
-	u.Path = c.base.Path + req.Path
-	u.RawPath = ""
+	raw := c.base.EscapedPath() + req.Path
+	if p, err := url.PathUnescape(raw); err == nil {
+		u.Path, u.RawPath = p, raw
+	} else {
+		u.Path, u.RawPath = raw, ""
+	}
 	if len(req.Query) > 0 {
 		u.RawQuery = req.Query.Encode()
 	}

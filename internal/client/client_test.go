@@ -204,3 +204,16 @@ func TestOp(t *testing.T) {
 		}
 	}
 }
+
+func TestSegKeepsHostileIDsInOneSegment(t *testing.T) {
+	var got string
+	c, _ := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.EscapedPath() }), "/base")
+	c.Do(context.Background(), Request{Path: "/v1/tasks/" + Seg("../../admin?x=1") + "/events"})
+	if got != "/base/v1/tasks/..%2F..%2Fadmin%3Fx=1/events" {
+		t.Errorf("server saw %q, want the id kept as one escaped segment", got)
+	}
+	c.Do(context.Background(), Request{Path: "/v1/tasks/task_01J"})
+	if got != "/base/v1/tasks/task_01J" {
+		t.Errorf("server saw %q for a plain id", got)
+	}
+}
