@@ -62,13 +62,13 @@ var _ = Describe("Authentication", func() {
 
 	It("never shows the API key in the resources and events a client reads", suite.Req("CORE-AUTH-004"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-AUTH-004")
-		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks",
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks",
 			Body: echoTask("who am I?"), IdempotencyKey: suite.Key("auth")}, "CORE-AUTH-004")
 		task := succeeded("CORE-AUTH-004", sub)
 		id := idOf(task)
 		final, _ := awaitTerminal(ctx, "CORE-AUTH-004", id)
-		events := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + id + "/events"}, "CORE-AUTH-004")
-		session := suite.Do(ctx, client.Request{Path: "/v1/sessions/" + sess + "/events"}, "CORE-AUTH-004")
+		events := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(id) + "/events"}, "CORE-AUTH-004")
+		session := suite.Do(ctx, client.Request{Path: "/v1/sessions/" + client.Seg(sess) + "/events"}, "CORE-AUTH-004")
 		for _, r := range []*client.Response{sub, final, events, session} {
 			suite.Check("CORE-AUTH-004", check.NoSecret(r, suite.Env().Redactor.Contains))
 		}

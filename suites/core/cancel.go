@@ -100,7 +100,7 @@ func contains(ss []string, s string) bool {
 // cancel asks to cancel a task; a 200 body's status joins the task's reads.
 func (f *flow) cancel(ctx context.Context, id string) (*client.Response, map[string]any) {
 	GinkgoHelper()
-	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/cancel", Body: map[string]any{"reason": "conform cancel probe"}})
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + client.Seg(id) + "/cancel", Body: map[string]any{"reason": "conform cancel probe"}})
 	body, _ := resp.Object()
 	if s, ok := body["status"].(string); ok && resp.Status == 200 {
 		f.reads[id] = append(f.reads[id], s)
@@ -168,7 +168,7 @@ func (f *flow) verifyCanceledHolds(ctx context.Context, id string) {
 	}
 	if m["status"] == check.Canceled {
 		if oid, ok := m["outcome_id"].(string); ok && oid != "" {
-			o := roundTrip(ctx, client.Request{Path: "/v1/outcomes/" + oid})
+			o := roundTrip(ctx, client.Request{Path: "/v1/outcomes/" + client.Seg(oid)})
 			if om, err := o.Object(); err == nil && o.Status == 200 && om["status"] == "SUCCEEDED" {
 				suite.Check("CORE-CANCEL-001", fmt.Errorf("%s: the CANCELED task's outcome %s is SUCCEEDED; no success Outcome may replace CANCELED (%s)", where, oid, resp))
 			}

@@ -32,7 +32,7 @@ var _ = Describe("Errors", func() {
 			resp := suite.Do(ctx, client.Request{Path: path + missing}, "CORE-ERR-001")
 			expectError(resp, "CORE-ERR-001", http.StatusNotFound, "resource_not_found")
 		}
-		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + missing + "/tasks", Body: echoTask("nowhere")}, "CORE-ERR-001")
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(missing) + "/tasks", Body: echoTask("nowhere")}, "CORE-ERR-001")
 		expectError(resp, "CORE-ERR-001", http.StatusNotFound, "resource_not_found")
 		// A collection the protocol does not define: absent too. Any error
 		// code is accepted here (a router may answer before the resource
@@ -43,7 +43,7 @@ var _ = Describe("Errors", func() {
 
 	It("refuses malformed request bodies with 400 invalid_request naming the field", suite.Req("CORE-ERR-004", "CORE-ERR-005", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-ERR-004")
-		tasks := "/v1/sessions/" + sess + "/tasks"
+		tasks := "/v1/sessions/" + client.Seg(sess) + "/tasks"
 		for _, tc := range []struct {
 			name, path string
 			raw        string
@@ -54,7 +54,7 @@ var _ = Describe("Errors", func() {
 			{"input of the wrong type", tasks, `{"input": 42}`, "input"},
 			{"no input", tasks, `{"metadata": {}}`, "input"},
 			{"no session_id", "/v1/tasks", `{"input": {"role": "user", "parts": [{"type": "text", "text": "x", "visibility": "public"}]}}`, "session_id"},
-			{"a message role of the wrong type", "/v1/sessions/" + sess + "/messages", `{"message": {"role": 7, "parts": []}}`, "role"},
+			{"a message role of the wrong type", "/v1/sessions/" + client.Seg(sess) + "/messages", `{"message": {"role": 7, "parts": []}}`, "role"},
 		} {
 			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: tc.path, RawBody: []byte(tc.raw)}, "CORE-ERR-004")
 			e, ok := expectError(resp, "CORE-ERR-004", http.StatusBadRequest, "invalid_request")
@@ -72,7 +72,7 @@ var _ = Describe("Errors", func() {
 		// 2 MiB first (over the common 1 MiB limit); a target with a larger
 		// limit gets 16 MiB, the most this suite sends.
 		for _, n := range []int{2 << 20, 16 << 20} {
-			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", RawBody: oversize(n)}, "CORE-ERR-006")
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", RawBody: oversize(n)}, "CORE-ERR-006")
 			if resp.Status == http.StatusRequestEntityTooLarge {
 				expectError(resp, "CORE-ERR-006", http.StatusRequestEntityTooLarge, "payload_too_large")
 				return

@@ -17,7 +17,7 @@ var _ = Describe("Events", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		path := "/v1/tasks/" + id + "/events"
+		path := "/v1/tasks/" + client.Seg(id) + "/events"
 		evs, err := f.events(ctx, path)
 		suite.Must("CORE-EVT-001", err)
 		if len(evs) == 0 {
@@ -25,7 +25,7 @@ var _ = Describe("Events", func() {
 		}
 		suite.Check("CORE-EVT-002", check.Sequences("GET "+path, evs))
 		for _, e := range []check.Event{evs[0], evs[len(evs)-1]} {
-			resp := roundTrip(ctx, client.Request{Path: "/v1/events/" + e.ID})
+			resp := roundTrip(ctx, client.Request{Path: "/v1/events/" + client.Seg(e.ID)})
 			// Whether the read succeeds and equals the listed event is the
 			// resource reads' check (CORE-READ-014); here, its fields.
 			if resp.Status != 200 {
@@ -40,7 +40,7 @@ var _ = Describe("Events", func() {
 	It("lists a session's events with the required fields and increasing sequences per resource", suite.Req("CORE-EVT-001", "CORE-EVT-002"), func(ctx SpecContext) {
 		f := newFlow(ctx)
 		f.awaitTerminal(ctx, f.submit(ctx, nil))
-		path := "/v1/sessions/" + f.session + "/events"
+		path := "/v1/sessions/" + client.Seg(f.session) + "/events"
 		evs, err := f.events(ctx, path)
 		suite.Must("CORE-EVT-001", err)
 		suite.Check("CORE-EVT-002", check.Sequences("GET "+path, evs))
@@ -50,7 +50,7 @@ var _ = Describe("Events", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		path := "/v1/tasks/" + id + "/events"
+		path := "/v1/tasks/" + client.Seg(id) + "/events"
 		all, err := f.events(ctx, path)
 		if err != nil || len(all) < 2 {
 			Skip(fmt.Sprintf("GET %s gave %d readable events (%v); a range read needs at least two (the event specs judge the list)", path, len(all), err))
@@ -76,7 +76,7 @@ var _ = Describe("Events", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		path := "/v1/tasks/" + id + "/events"
+		path := "/v1/tasks/" + client.Seg(id) + "/events"
 		all, err := f.events(ctx, path)
 		if err != nil || len(all) < 3 {
 			Skip(fmt.Sprintf("GET %s gave %d readable events (%v); paging needs at least three", path, len(all), err))

@@ -31,12 +31,12 @@ var _ = Describe("Idempotency", func() {
 	It("replays a Task submit retried with the same key and body", suite.Req("CORE-IDEM-001"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-001")
 		key := suite.Key("idem-task")
-		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("once"), IdempotencyKey: key}
+		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("once"), IdempotencyKey: key}
 		first := suite.Do(ctx, req, "CORE-IDEM-001")
 		suite.Must("CORE-IDEM-001", check.Status(first, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 		retry := suite.Do(ctx, req, "CORE-IDEM-001")
 		suite.Check("CORE-IDEM-001", check.Replayed(first, retry, "session_id", "input"))
-		items, complete := listAll(ctx, "CORE-IDEM-001", "/v1/sessions/"+sess+"/tasks", nil)
+		items, complete := listAll(ctx, "CORE-IDEM-001", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
 		if complete && len(items) != 1 {
 			suite.Check("CORE-IDEM-001", fmt.Errorf("GET /v1/sessions/%s/tasks lists %d tasks after one submit and its retry, want 1", sess, len(items)))
 		}
@@ -45,7 +45,7 @@ var _ = Describe("Idempotency", func() {
 	It("refuses a Task submit key reused with a different body with 409", suite.Req("CORE-IDEM-002", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-002")
 		key := suite.Key("idem-task")
-		path := "/v1/sessions/" + sess + "/tasks"
+		path := "/v1/sessions/" + client.Seg(sess) + "/tasks"
 		first := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: echoTask("first body"), IdempotencyKey: key}, "CORE-IDEM-002")
 		suite.Must("CORE-IDEM-002", check.Status(first, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 		second := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: echoTask("another body"), IdempotencyKey: key}, "CORE-IDEM-002")
@@ -54,7 +54,7 @@ var _ = Describe("Idempotency", func() {
 
 	It("creates one Task for concurrent retries of one submit", suite.Req("CORE-IDEM-003"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-003")
-		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("race"), IdempotencyKey: suite.Key("idem-race")}
+		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("race"), IdempotencyKey: suite.Key("idem-race")}
 		c := suite.Client()
 		resps := make([]*client.Response, concurrentRetries)
 		errs := make([]error, concurrentRetries)
@@ -68,7 +68,7 @@ var _ = Describe("Idempotency", func() {
 		}
 		id, err := check.OneResource(resps)
 		suite.Check("CORE-IDEM-003", err)
-		items, complete := listAll(ctx, "CORE-IDEM-003", "/v1/sessions/"+sess+"/tasks", nil)
+		items, complete := listAll(ctx, "CORE-IDEM-003", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
 		if complete && len(items) != 1 {
 			var ids []string
 			for _, it := range items {
@@ -82,13 +82,13 @@ var _ = Describe("Idempotency", func() {
 
 	It("replays a Message append retried with the same key and body", suite.Req("CORE-IDEM-004"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-004")
-		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/messages",
+		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages",
 			Body: map[string]any{"message": textMessage("user", "said once")}, IdempotencyKey: suite.Key("idem-msg")}
 		first := suite.Do(ctx, req, "CORE-IDEM-004")
 		suite.Must("CORE-IDEM-004", check.Status(first, http.StatusOK, http.StatusCreated))
 		retry := suite.Do(ctx, req, "CORE-IDEM-004")
 		suite.Check("CORE-IDEM-004", check.Replayed(first, retry, "role", "parts"))
-		items, complete := listAll(ctx, "CORE-IDEM-004", "/v1/sessions/"+sess+"/messages", nil)
+		items, complete := listAll(ctx, "CORE-IDEM-004", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
 		if complete && len(items) != 1 {
 			suite.Check("CORE-IDEM-004", fmt.Errorf("GET /v1/sessions/%s/messages lists %d messages after one append and its retry, want 1", sess, len(items)))
 		}
@@ -97,7 +97,7 @@ var _ = Describe("Idempotency", func() {
 	It("refuses a Message append key reused with a different body with 409", suite.Req("CORE-IDEM-005", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-005")
 		key := suite.Key("idem-msg")
-		path := "/v1/sessions/" + sess + "/messages"
+		path := "/v1/sessions/" + client.Seg(sess) + "/messages"
 		first := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: map[string]any{"message": textMessage("user", "one")}, IdempotencyKey: key}, "CORE-IDEM-005")
 		suite.Must("CORE-IDEM-005", check.Status(first, http.StatusOK, http.StatusCreated))
 		second := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: map[string]any{"message": textMessage("user", "two")}, IdempotencyKey: key}, "CORE-IDEM-005")
@@ -106,7 +106,7 @@ var _ = Describe("Idempotency", func() {
 
 	It("accepts keys of 1 to 255 characters and refuses empty or longer ones", suite.Req("CORE-IDEM-006"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-IDEM-006")
-		path := "/v1/sessions/" + sess + "/messages"
+		path := "/v1/sessions/" + client.Seg(sess) + "/messages"
 		body := map[string]any{"message": textMessage("user", "key length")}
 		unique := suite.Key("k")
 		long := unique + strings.Repeat("k", 255-len(unique))
@@ -132,7 +132,7 @@ var _ = Describe("Idempotency", func() {
 		key := suite.Key("idem-scope")
 		var ids []string
 		for i, sess := range []string{a, b} {
-			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks",
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks",
 				Body: echoTask(fmt.Sprintf("scope %d", i)), IdempotencyKey: key}, "CORE-IDEM-007")
 			if err := check.Status(resp, http.StatusOK, http.StatusCreated, http.StatusAccepted); err != nil {
 				suite.Check("CORE-IDEM-007", fmt.Errorf("the same Idempotency-Key on another Session's task path: %w", err))

@@ -163,7 +163,7 @@ func (f *flow) submit(ctx context.Context, steps []any) string {
 	if steps != nil {
 		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
 	}
-	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + f.session + "/tasks", Body: body})
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(f.session) + "/tasks", Body: body})
 	m, err := resp.Object()
 	id, _ := m["id"].(string)
 	if resp.Status/100 != 2 || err != nil || id == "" {
@@ -178,7 +178,7 @@ func (f *flow) submit(ctx context.Context, steps []any) string {
 // get reads the task once and records its status.
 func (f *flow) get(ctx context.Context, id string) (map[string]any, *client.Response) {
 	GinkgoHelper()
-	resp := roundTrip(ctx, client.Request{Path: "/v1/tasks/" + id})
+	resp := roundTrip(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(id)})
 	m, err := resp.Object()
 	if resp.Status != 200 || err != nil {
 		Fail(fmt.Sprintf("%s: could not read the task%s", resp, hint(resp)))
@@ -275,7 +275,7 @@ func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
 // answer posts a task message of the given kind with one part.
 func (f *flow) answer(ctx context.Context, id, kind string, part map[string]any) {
 	GinkgoHelper()
-	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + id + "/messages",
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/tasks/" + client.Seg(id) + "/messages",
 		Body: map[string]any{"kind": kind, "message": map[string]any{"role": "user", "parts": []any{part}}}})
 	if resp.Status/100 != 2 {
 		Fail(fmt.Sprintf("setup: %s did not take the %s message%s", resp, kind, hint(resp)))
@@ -312,7 +312,7 @@ func (f *flow) events(ctx context.Context, path string) ([]check.Event, error) {
 // either way ok is false.
 func (f *flow) stateEventsUntil(ctx context.Context, id, final string) (cs []check.Change, ok bool) {
 	GinkgoHelper()
-	path := "/v1/tasks/" + id + "/events"
+	path := "/v1/tasks/" + client.Seg(id) + "/events"
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Stream)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -352,7 +352,7 @@ func (f *flow) verifyLifecycle(ctx context.Context, id, final string) {
 // on the task stream from its start.
 func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 	GinkgoHelper()
-	task := "/v1/tasks/" + id
+	task := "/v1/tasks/" + client.Seg(id)
 	cs, ok := f.stateEventsUntil(ctx, id, final)
 	if !ok {
 		return
@@ -394,7 +394,7 @@ func (f *flow) failureVisible(ctx context.Context, id string) error {
 	if fl, ok := m["failure"].(map[string]any); ok && len(fl) > 0 {
 		return nil
 	}
-	evs, err := f.events(ctx, "/v1/tasks/"+id+"/events")
+	evs, err := f.events(ctx, "/v1/tasks/"+client.Seg(id)+"/events")
 	if err != nil {
 		return err
 	}

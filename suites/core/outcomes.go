@@ -73,7 +73,7 @@ func (f *flow) verifyOutcomes(ctx context.Context, taskID, final string, task ma
 		suite.Check("CORE-OUT-001", check.OutcomeMatches(where, o, taskID, final))
 	}
 	if oid, ok := task["outcome_id"].(string); ok && oid != "" {
-		resp := roundTrip(ctx, client.Request{Path: "/v1/outcomes/" + oid})
+		resp := roundTrip(ctx, client.Request{Path: "/v1/outcomes/" + client.Seg(oid)})
 		if o, err := resp.Object(); err == nil && resp.Status == 200 {
 			add(resp.String(), o)
 		}

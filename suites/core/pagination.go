@@ -20,7 +20,7 @@ func pagedSession(ctx SpecContext, req string, n int) (string, []string) {
 	sess := sessionID(ctx, req)
 	ids := make([]string, 0, n)
 	for i := range n {
-		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask(fmt.Sprintf("page item %d", i))}, req)
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask(fmt.Sprintf("page item %d", i))}, req)
 		ids = append(ids, idOf(succeeded(req, resp)))
 	}
 	return sess, ids
@@ -29,7 +29,7 @@ func pagedSession(ctx SpecContext, req string, n int) (string, []string) {
 var _ = Describe("Pagination", func() {
 	It("answers the Core list reads with the list envelope", suite.Req("CORE-PAGE-001"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-PAGE-001")
-		for _, path := range []string{"/v1/tasks", "/v1/sessions", "/v1/sessions/" + sess + "/tasks", "/v1/sessions/" + sess + "/messages",
+		for _, path := range []string{"/v1/tasks", "/v1/sessions", "/v1/sessions/" + client.Seg(sess) + "/tasks", "/v1/sessions/" + client.Seg(sess) + "/messages",
 			"/v1/artifacts", "/v1/events", "/v1/outcomes"} {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {"5"}}}, "CORE-PAGE-001")
 			if err := check.Status(resp, http.StatusOK); err != nil {
@@ -43,7 +43,7 @@ var _ = Describe("Pagination", func() {
 
 	It("honours ?limit= and its bounds", suite.Req("CORE-PAGE-002", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
 		sess, ids := pagedSession(ctx, "CORE-PAGE-002", 5)
-		path := "/v1/sessions/" + sess + "/tasks"
+		path := "/v1/sessions/" + client.Seg(sess) + "/tasks"
 		for _, n := range []int{1, 2} {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {strconv.Itoa(n)}}}, "CORE-PAGE-002")
 			suite.Must("CORE-PAGE-002", check.Status(resp, http.StatusOK))
@@ -72,7 +72,7 @@ var _ = Describe("Pagination", func() {
 
 	It("visits every item exactly once when following next_cursor", suite.Req("CORE-PAGE-003"), func(ctx SpecContext) {
 		sess, ids := pagedSession(ctx, "CORE-PAGE-003", 5)
-		path := "/v1/sessions/" + sess + "/tasks"
+		path := "/v1/sessions/" + client.Seg(sess) + "/tasks"
 		q := url.Values{"limit": {"2"}}
 		var pages [][]string
 		// 5 items at 2 a page end on page 3; the bound only stops a target

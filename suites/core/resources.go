@@ -198,7 +198,7 @@ func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, m
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		resp, m := readObject(ctx, req, "/v1/tasks/"+taskID, nil)
+		resp, m := readObject(ctx, req, "/v1/tasks/"+client.Seg(taskID), nil)
 		switch m["status"] {
 		case "COMPLETED", "FAILED", "CANCELED":
 			return resp, m
@@ -246,7 +246,7 @@ var _ = Describe("Resource reads", func() {
 		observeResource(created, "session", s)
 		id := idOf(s)
 		for range 2 {
-			resp, got := readObject(ctx, "CORE-READ-010", "/v1/sessions/"+id, nil)
+			resp, got := readObject(ctx, "CORE-READ-010", "/v1/sessions/"+client.Seg(id), nil)
 			suite.Check("CORE-ID-001", check.SameID(resp, got, id))
 			observeResource(resp, "session", got)
 		}
@@ -254,16 +254,16 @@ var _ = Describe("Resource reads", func() {
 
 	It("appends a Message with 201 and reads it by id and in the Session's list", suite.Req("CORE-READ-011", "CORE-READ-006", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-READ-011")
-		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/messages",
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages",
 			Body: map[string]any{"message": textMessage("user", "hello from conform")}}, "CORE-READ-011")
 		msg := succeeded("CORE-READ-011", resp)
 		suite.Check("CORE-READ-011", check.Status(resp, http.StatusCreated))
 		observeResource(resp, "message", msg)
 		id := idOf(msg)
-		read, got := readObject(ctx, "CORE-READ-011", "/v1/messages/"+id, nil)
+		read, got := readObject(ctx, "CORE-READ-011", "/v1/messages/"+client.Seg(id), nil)
 		suite.Check("CORE-ID-001", check.SameID(read, got, id))
 		observeResource(read, "message", got)
-		items, complete := listAll(ctx, "CORE-READ-011", "/v1/sessions/"+sess+"/messages", nil)
+		items, complete := listAll(ctx, "CORE-READ-011", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
 		found := false
 		for _, it := range items {
 			if idOf(it) == id {
@@ -280,11 +280,11 @@ var _ = Describe("Resource reads", func() {
 		sess := sessionID(ctx, "CORE-READ-012")
 		var want []string
 		for i := range 3 {
-			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/messages",
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages",
 				Body: map[string]any{"message": textMessage("user", fmt.Sprintf("turn %d", i+1))}}, "CORE-READ-012")
 			want = append(want, idOf(succeeded("CORE-READ-012", resp)))
 		}
-		items, complete := listAll(ctx, "CORE-READ-012", "/v1/sessions/"+sess+"/messages", nil)
+		items, complete := listAll(ctx, "CORE-READ-012", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
 		if !complete {
 			suite.Must("CORE-READ-012", fmt.Errorf("GET /v1/sessions/%s/messages: a list of 3 messages did not end within the page bound", sess))
 		}
@@ -297,7 +297,7 @@ var _ = Describe("Resource reads", func() {
 
 	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-014", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-READ-004")
-		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
 		task := succeeded("CORE-READ-004", sub)
 		observeResource(sub, "task", task)
 		id := idOf(task)
@@ -305,11 +305,11 @@ var _ = Describe("Resource reads", func() {
 		var read *client.Response
 		var got map[string]any
 		for range 2 {
-			read, got = readObject(ctx, "CORE-READ-004", "/v1/tasks/"+id, nil)
+			read, got = readObject(ctx, "CORE-READ-004", "/v1/tasks/"+client.Seg(id), nil)
 			suite.Check("CORE-ID-001", check.SameID(read, got, id))
 			observeResource(read, "task", got)
 		}
-		tasks, _ := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+sess+"/tasks", nil)
+		tasks, _ := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
 		for _, it := range tasks {
 			if idOf(it) == id {
 				suite.Check("CORE-ID-002", check.Agree(read, it, got, "session_id", "workspace_id"))
@@ -329,7 +329,7 @@ var _ = Describe("Resource reads", func() {
 			}
 		}
 		if oid != "" {
-			resp, o := readObject(ctx, "CORE-READ-008", "/v1/outcomes/"+oid, nil)
+			resp, o := readObject(ctx, "CORE-READ-008", "/v1/outcomes/"+client.Seg(oid), nil)
 			suite.Check("CORE-ID-001", check.SameID(resp, o, oid))
 			observeResource(resp, "outcome", o)
 			if o["task_id"] != id {
@@ -342,13 +342,13 @@ var _ = Describe("Resource reads", func() {
 
 		// One Event, by id, as the Event resource. Event lists page with
 		// after_event_id, so only the first page is read here.
-		evResp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + id + "/events"}, "CORE-READ-001")
+		evResp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(id) + "/events"}, "CORE-READ-001")
 		suite.Must("CORE-READ-001", check.Status(evResp, http.StatusOK))
 		evs, err := check.ListPage(evResp)
 		suite.Must(reqListShape, err)
 		for _, listed := range evs.Items {
 			eid := idOf(listed)
-			resp, e := readObject(ctx, "CORE-READ-014", "/v1/events/"+eid, nil)
+			resp, e := readObject(ctx, "CORE-READ-014", "/v1/events/"+client.Seg(eid), nil)
 			suite.Check("CORE-ID-001", check.SameID(resp, e, eid))
 			observeResource(resp, "event", e)
 			suite.Check("CORE-READ-014", check.SameEvent(resp, listed, e))
@@ -357,7 +357,7 @@ var _ = Describe("Resource reads", func() {
 
 	It("reads an Artifact by id, in the artifact list and its bytes", suite.Req("CORE-READ-007", "CORE-READ-013", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-READ-009", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		id, filter := artifactFor(ctx, "CORE-READ-007")
-		resp, a := readObject(ctx, "CORE-READ-007", "/v1/artifacts/"+id, nil)
+		resp, a := readObject(ctx, "CORE-READ-007", "/v1/artifacts/"+client.Seg(id), nil)
 		suite.Check("CORE-ID-001", check.SameID(resp, a, id))
 		observeResource(resp, "artifact", a)
 		found := false
@@ -374,7 +374,7 @@ var _ = Describe("Resource reads", func() {
 		// The bytes, where the server offers them (404 or 501 when it
 		// does not), must hash to the advertised sha256.
 		if sha, ok := a["sha256"].(string); ok {
-			content := suite.Do(ctx, client.Request{Path: "/v1/artifacts/" + id + "/content"}, "CORE-READ-013")
+			content := suite.Do(ctx, client.Request{Path: "/v1/artifacts/" + client.Seg(id) + "/content"}, "CORE-READ-013")
 			switch content.Status {
 			case http.StatusOK:
 				suite.Check("CORE-READ-013", check.ContentHash(content, sha))
@@ -402,7 +402,7 @@ func artifactFor(ctx context.Context, req string) (string, url.Values) {
 			map[string]any{"op": "artifact", "kind": "log", "mime_type": "text/plain", "content": "conform artifact", "name": "conform.log"},
 			map[string]any{"op": "complete", "summary": "artifact made"},
 		}}}
-		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: body}, req)
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: body}, req)
 		id := idOf(succeeded(req, sub))
 		awaitTerminal(ctx, req, id)
 		filter := url.Values{"task_id": {id}}

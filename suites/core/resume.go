@@ -18,13 +18,13 @@ var _ = Describe("SSE resume", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		f.verifyResume(ctx, "/v1/tasks/"+id+"/events", "/v1/tasks/"+id+"/stream")
+		f.verifyResume(ctx, "/v1/tasks/"+client.Seg(id)+"/events", "/v1/tasks/"+client.Seg(id)+"/stream")
 	})
 
 	It("resumes a session stream after Last-Event-ID with exactly the later events", suite.Req("CORE-RESUME-001"), func(ctx SpecContext) {
 		f := newFlow(ctx)
 		f.awaitTerminal(ctx, f.submit(ctx, nil))
-		f.verifyResume(ctx, "/v1/sessions/"+f.session+"/events", "/v1/sessions/"+f.session+"/events/stream")
+		f.verifyResume(ctx, "/v1/sessions/"+client.Seg(f.session)+"/events", "/v1/sessions/"+client.Seg(f.session)+"/events/stream")
 	})
 
 	Context("driven by the scenario contract", func() {
@@ -37,7 +37,7 @@ var _ = Describe("SSE resume", func() {
 				map[string]any{"op": "emit", "count": 4, "interval_ms": 2},
 				map[string]any{"op": "complete"},
 			})
-			path := "/v1/tasks/" + id + "/stream"
+			path := "/v1/tasks/" + client.Seg(id) + "/stream"
 			// Read the first two events, then hang up while the task goes on.
 			cut := readStream(ctx, path, "", func(rd *stream) bool { return rd.frames >= 2 })
 			suite.Must("CORE-SSE-001", cut.notStream)
@@ -49,7 +49,7 @@ var _ = Describe("SSE resume", func() {
 				suite.Must("CORE-SSE-002", fmt.Errorf("%s: the last frame read has neither an id field nor data with an event id, so there is no cursor to resume from", cut.resp))
 			}
 			f.awaitTerminal(ctx, id)
-			f.verifyResumeFrom(ctx, "/v1/tasks/"+id+"/events", path, cursor)
+			f.verifyResumeFrom(ctx, "/v1/tasks/"+client.Seg(id)+"/events", path, cursor)
 		})
 	})
 
@@ -57,7 +57,7 @@ var _ = Describe("SSE resume", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		for _, path := range []string{"/v1/tasks/" + id + "/stream", "/v1/sessions/" + f.session + "/events/stream"} {
+		for _, path := range []string{"/v1/tasks/" + client.Seg(id) + "/stream", "/v1/sessions/" + client.Seg(f.session) + "/events/stream"} {
 			verifyCursorExpired(ctx, path)
 		}
 	})

@@ -18,15 +18,15 @@ var _ = Describe("SSE streams", func() {
 		f := newFlow(ctx)
 		id := f.submit(ctx, nil)
 		f.awaitTerminal(ctx, id)
-		want, _ := f.events(ctx, "/v1/tasks/"+id+"/events")
-		f.verifyStream(ctx, "/v1/tasks/"+id+"/stream", want)
+		want, _ := f.events(ctx, "/v1/tasks/"+client.Seg(id)+"/events")
+		f.verifyStream(ctx, "/v1/tasks/"+client.Seg(id)+"/stream", want)
 	})
 
 	It("serves a session's events on the session stream as framed JSON Events", suite.Req("CORE-SSE-001", "CORE-SSE-002", "CORE-SSE-003", "CORE-EVT-002"), func(ctx SpecContext) {
 		f := newFlow(ctx)
 		f.awaitTerminal(ctx, f.submit(ctx, nil))
-		want, _ := f.events(ctx, "/v1/sessions/"+f.session+"/events")
-		f.verifyStream(ctx, "/v1/sessions/"+f.session+"/events/stream", want)
+		want, _ := f.events(ctx, "/v1/sessions/"+client.Seg(f.session)+"/events")
+		f.verifyStream(ctx, "/v1/sessions/"+client.Seg(f.session)+"/events/stream", want)
 	})
 
 	Context("driven by the scenario contract", func() {
@@ -40,7 +40,7 @@ var _ = Describe("SSE streams", func() {
 				map[string]any{"op": "complete"},
 			})
 			// Opened while the task works: the frames arrive as they happen.
-			rd := f.verifyStream(ctx, "/v1/tasks/"+id+"/stream", nil, func(rd *stream) bool {
+			rd := f.verifyStream(ctx, "/v1/tasks/"+client.Seg(id)+"/stream", nil, func(rd *stream) bool {
 				cs, _ := check.Changes(id, rd.events)
 				return rd.badFrame != nil || len(cs) > 0 && check.Terminal(cs[len(cs)-1].To)
 			})

@@ -28,7 +28,7 @@ var _ = Describe("Task submit", func() {
 	It("accepts a Task on its Session's path with 202", suite.Req("CORE-TASK-001", "CORE-READ-004", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003"), func(ctx SpecContext) {
 		_, session := newSession(ctx, "CORE-TASK-001")
 		sess := idOf(session)
-		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask("submit on the session path")}, "CORE-TASK-001")
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("submit on the session path")}, "CORE-TASK-001")
 		task := succeeded("CORE-TASK-001", resp)
 		suite.Check("CORE-TASK-001", check.Status(resp, http.StatusAccepted))
 		suite.Check("CORE-TASK-001", ownedBy(resp, task, session))
@@ -52,7 +52,7 @@ var _ = Describe("Task submit", func() {
 		mine, other := idOf(session), sessionID(ctx, "CORE-TASK-003")
 		var want []string
 		for i, sess := range []string{mine, mine, other} {
-			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + sess + "/tasks", Body: echoTask(fmt.Sprintf("list me %d", i))}, "CORE-TASK-003")
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask(fmt.Sprintf("list me %d", i))}, "CORE-TASK-003")
 			task := succeeded("CORE-TASK-003", resp)
 			if sess == mine {
 				want = append(want, idOf(task))
@@ -62,7 +62,7 @@ var _ = Describe("Task submit", func() {
 			path  string
 			query url.Values
 		}{
-			{"/v1/sessions/" + mine + "/tasks", nil},
+			{"/v1/sessions/" + client.Seg(mine) + "/tasks", nil},
 			{"/v1/tasks", url.Values{"session_id": {mine}}},
 		} {
 			items, complete := listAll(ctx, "CORE-PAGE-001", src.path, src.query)
