@@ -307,9 +307,6 @@ var restWrapVariants = []struct {
 	Name  string
 	Setup func(t *testing.T, h http.Handler) // runs against the bare harness first
 	Wrap  func(http.Handler) http.Handler
-	// Pending lists requirement topics whose specs do not yet handle the
-	// variant; their findings are logged, not failed. Keep it empty.
-	Pending []string
 }{
 	// Out-of-range limits clamped instead of refused.
 	{Name: "clamped-limit", Wrap: func(next http.Handler) http.Handler {
@@ -362,7 +359,7 @@ var restWrapVariants = []struct {
 	// Clients may not create workspaces; one exists already.
 	// The lifecycle and stream specs create their workspace without the
 	// fallback to a listed one that the REST specs' newSession has.
-	{Name: "no-workspace-create", Pending: []string{"LIFE", "CANCEL", "OUT", "EVT", "SSE", "RESUME"}, Setup: func(t *testing.T, h http.Handler) {
+	{Name: "no-workspace-create", Setup: func(t *testing.T, h http.Handler) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, "/v1/workspaces", strings.NewReader(`{"name":"preset","root":"conform://preset"}`))
 		req.Header.Set("Authorization", "Bearer "+testKey)
@@ -419,17 +416,7 @@ func TestRESTWrappedVariantsPass(t *testing.T) {
 			if r == nil {
 				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
 			}
-			var bad, pending []string
-			for _, id := range append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...) {
-				if slices.Contains(tc.Pending, strings.Split(id, "-")[1]) {
-					pending = append(pending, id)
-				} else {
-					bad = append(bad, id)
-				}
-			}
-			if len(pending) > 0 {
-				t.Logf("%s: pending specs report %v", tc.Name, pending)
-			}
+			bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...)
 			if len(bad) > 0 {
 				t.Errorf("%s is legal but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
 			}

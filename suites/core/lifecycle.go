@@ -108,8 +108,9 @@ type flow struct {
 // cannot do that cannot be checked further; the spec fails with the reason.
 func newFlow(ctx context.Context) *flow {
 	GinkgoHelper()
-	key := suite.Key("conform-life")
-	ws := created(ctx, client.Request{Method: "POST", Path: "/v1/workspaces", Body: map[string]any{"name": key, "root": "conform://" + key}})
+	// A target may provision workspaces itself (creating them is Extended):
+	// workspaceFor falls back to one it lists.
+	ws := workspaceFor(ctx, specReqs()[0])
 	se := created(ctx, client.Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}})
 	return &flow{session: se, reads: map[string][]string{}}
 }
