@@ -7,6 +7,7 @@ package main
 // reference Harness mounted under a path prefix.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -17,9 +18,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/harn-conform/conform/fixtures/schemas"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/reports"
 )
@@ -89,6 +94,7 @@ func runConform(t *testing.T, args ...string) (int, string, *reports.Report, str
 	if err != nil {
 		return code, string(b), nil, out
 	}
+	validateReport(t, raw)
 	var r reports.Report
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("conform.json does not parse: %v", err)
@@ -165,4 +171,27 @@ func messages(r *reports.Report, ids []string) string {
 		}
 	}
 	return b.String()
+}
+
+var (
+	reportSchemaOnce sync.Once
+	reportSchema     *jsonschema.Schema
+	reportSchemaErr  error
+)
+
+// validateReport checks a produced conform.json against the project's
+// schema: every report any self-check run writes must conform.
+func validateReport(t *testing.T, raw []byte) {
+	t.Helper()
+	reportSchemaOnce.Do(func() { reportSchema, reportSchemaErr = schemas.Compile("conform-report.v1.schema.json") })
+	if reportSchemaErr != nil {
+		t.Fatal(reportSchemaErr)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("conform.json: %v", err)
+	}
+	if p := schemas.Problems(reportSchema, inst); len(p) > 0 {
+		t.Errorf("conform.json does not match conform-report.v1.schema.json: %v", p)
+	}
 }
