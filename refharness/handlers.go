@@ -22,7 +22,8 @@ func (s *Server) discovery() map[string]any {
 		"current_version":    ProtocolVersion,
 		"supported_versions": []string{ProtocolVersion},
 		"capabilities": map[string]any{
-			"rest": true, "sse": true, "websocket": false, "receipts": false, "replay": false,
+			"rest": true, "sse": true, "websocket": false, "receipts": true, "replay": false,
+			VerifySubmittedCapability: true, // docs/receipts.md: verify checks a submitted copy
 			// The scenario contract of docs/scenarios.md: tasks obey metadata["conform.scenario"].
 			"conform.scenarios": scenario.Version,
 		},
@@ -75,10 +76,10 @@ func (s *Server) agentCard(base string) map[string]any {
 		"name": "conform reference harness", "description": desc,
 		"protocol_version": ProtocolVersion,
 		"skills":           skills,
-		"capabilities":     []string{"rest", "sse", "conform.scenarios"},
+		"capabilities":     []string{"rest", "sse", "receipts", "conform.scenarios"},
 		"auth_schemes":     []string{"bearer"},
 		"persona_ids":      s.personaIDs(),
-		"receipt_policy":   "disabled",
+		"receipt_policy":   "required",
 		"public_url":       base,
 		"harn_interfaces": []any{
 			map[string]any{"transport": "rest", "url": base + "/v1"},

@@ -148,6 +148,17 @@ const (
 	FaultMalformedJSONAs500         Fault = "malformed-json-500"            // a body that is not JSON answers 500 internal_error instead of 400
 	FaultEventByIDDiffers           Fault = "event-by-id-differs"           // GET /v1/events/{id} answers the event with an empty payload
 	FaultIdempotencyKeyLength       Fault = "idempotency-key-length"        // Idempotency-Key length is not checked (empty or >255 accepted)
+
+	// Receipt faults (receipts.go).
+	FaultReceiptHashCorrupt    Fault = "receipt-hash-corrupt"        // a receipt is changed after sealing: its stored hash no longer matches
+	FaultReceiptChainBroken    Fault = "receipt-chain-broken"        // previous_receipt_hash names no receipt (the hash of the previous hash)
+	FaultReceiptWrongKey       Fault = "receipt-wrong-key"           // receipts are signed with a key the directory does not publish
+	FaultReceiptLeaksSecret    Fault = "receipt-leaks-secret"        // a use_secret step's secret is written into the receipt
+	FaultReceiptRefDropped     Fault = "receipt-ref-dropped"         // a terminal Task's receipt_id stays null
+	FaultVerifyAlwaysValid     Fault = "receipt-verify-always-valid" // POST /v1/receipts/{id}/verify always answers valid
+	FaultReceiptUnknownField   Fault = "receipt-unknown-field"       // receipts carry a top-level member the closed schema forbids
+	FaultRedactionWithoutProof Fault = "redaction-without-proof"     // redactions entries lack proof_hash
+	FaultReceiptEventNoID      Fault = "receipt-event-no-id"         // receipt.issued events do not say which receipt
 )
 
 // AllFaults lists every fault, for tests that iterate them.
@@ -167,6 +178,9 @@ func AllFaults() []Fault {
 		FaultPartNoVisibility, FaultArtifactSHAPrefixed, FaultOutcomeNotListed, FaultMessageNotReadable,
 		FaultTaskListIgnoresSession, FaultIdempotencyIgnoresTarget, FaultMalformedJSONAs500,
 		FaultEventByIDDiffers, FaultIdempotencyKeyLength,
+		FaultReceiptHashCorrupt, FaultReceiptChainBroken, FaultReceiptWrongKey, FaultReceiptLeaksSecret,
+		FaultReceiptRefDropped, FaultVerifyAlwaysValid, FaultReceiptUnknownField, FaultRedactionWithoutProof,
+		FaultReceiptEventNoID,
 	}
 }
 

@@ -45,7 +45,7 @@ type route struct {
 }
 
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", pattern: "workspaces", get: s.listWorkspaces},
 		{method: "POST", pattern: "workspaces", write: s.createWorkspace},
 		{method: "GET", pattern: "workspaces/{}", get: s.getWorkspace},
@@ -96,7 +96,7 @@ func (s *Server) routes() []route {
 		{method: "GET", pattern: "quotas/{}", get: s.absent("quota")},
 		{method: "GET", pattern: "memories", get: s.emptyList},
 		{method: "GET", pattern: "memories/{}", get: s.absent("memory")},
-	}
+	}, s.receiptRoutes()...)
 }
 
 // match reports whether segs fit pattern, returning the {} values.

@@ -45,6 +45,7 @@ type Server struct {
 	// idemWrites counts keyed writes, to pace pruning of expired records.
 	idemWrites int
 	table      []route
+	rkey       signingKey // signs receipts (receipts_api.go)
 
 	ctx    context.Context // canceled by Close; stops workers and streams
 	stop   context.CancelFunc
@@ -93,6 +94,10 @@ func New(opts Options) (*Server, error) {
 		s.st.visible = s.st.nextPos
 	}
 	if err := s.seed(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.loadReceiptKey(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -280,7 +285,7 @@ func (s *Server) seed() error {
 	}
 	p := &Persona{Envelope: s.envelope("persona", "persona", nil), Name: "conform echo agent", Version: "1",
 		EntryWorkflow: "conform.echo", Description: "Deterministic agent of the reference harness: runs conform.scenario steps or echoes the task input.",
-		AutonomyTier: "act_auto", ReceiptPolicy: "disabled", Tools: []string{}, Capabilities: []string{}}
+		AutonomyTier: "act_auto", ReceiptPolicy: "required", Tools: []string{}, Capabilities: []string{}}
 	sk := scenarioSkill(s.envelope("skill", "skill", nil))
 	seq, err := s.commitLocked(&commit{Puts: []put{{Persona: p}, {Skill: sk}}})
 	s.mu.Unlock()

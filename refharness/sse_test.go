@@ -160,12 +160,12 @@ func TestSessionStreamLive(t *testing.T) {
 		t.Fatalf("first frame = %v, %v; want session.created", first, err)
 	}
 	h.submit(sess, []map[string]any{step("emit", "count", 2), step("complete")})
-	got, err := readFrames(ctx, br, 5)
+	got, err := readFrames(ctx, br, 6)
 	if err != nil {
 		t.Fatalf("live frames: %v (got %v)", err, got)
 	}
 	checkFrames(t, got)
-	if got[0].Event != "task.submitted" || got[4].Event != "task.completed" {
+	if got[0].Event != "task.submitted" || got[4].Event != "task.completed" || got[5].Event != "receipt.issued" {
 		t.Errorf("live events = %v", got)
 	}
 	// An idle stream sends keep-alive comments.
@@ -198,7 +198,8 @@ func TestGlobalStreamFilters(t *testing.T) {
 }
 
 func TestStreamRetention(t *testing.T) {
-	h := newHarness(t, Options{EventRetention: 4})
+	// 5 retained: the task's last 4 events and the session's receipt.issued.
+	h := newHarness(t, Options{EventRetention: 5})
 	srv := httptest.NewServer(h.s)
 	defer srv.Close()
 	sess := h.session()

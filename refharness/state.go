@@ -18,6 +18,9 @@ type commit struct {
 	Deletes []Pointer         `json:"deletes,omitempty"`
 	Idem    *idemRecord       `json:"idem,omitempty"`
 	Blobs   map[string][]byte `json:"blobs,omitempty"` // artifact id -> content
+
+	Receipts    []*storedReceipt `json:"receipts,omitempty"`     // issued receipts (receipts.go)
+	ReceiptKeys []publishedKey   `json:"receipt_keys,omitempty"` // public keys of the key directory
 }
 
 // put stores one resource version; exactly one field is set.
@@ -142,6 +145,8 @@ type state struct {
 	lastEvent map[Pointer]string
 	byTask    map[string][]uint64
 	bySession map[string][]uint64
+
+	rc receiptState // issued receipts and published keys
 }
 
 func newState() *state {
@@ -254,6 +259,7 @@ func (st *state) apply(c *commit, retention int) error {
 	if c.Idem != nil {
 		st.idem[c.Idem.Scope] = c.Idem
 	}
+	st.rc.apply(c)
 	return nil
 }
 
@@ -261,7 +267,7 @@ func (st *state) apply(c *commit, retention int) error {
 func (st *state) used(id string) bool {
 	return st.workspaces.rows[id] != nil || st.sessions.rows[id] != nil || st.tasks.rows[id] != nil ||
 		st.messages.rows[id] != nil || st.artifacts.rows[id] != nil || st.outcomes.rows[id] != nil ||
-		st.personas.rows[id] != nil || st.skills.rows[id] != nil
+		st.personas.rows[id] != nil || st.skills.rows[id] != nil || st.rc.byID[id] != nil
 }
 
 // trimIndex drops pos, the oldest entry, from a per-resource index.

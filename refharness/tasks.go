@@ -2,7 +2,6 @@ package refharness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -186,7 +185,9 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 	cm := &commit{Events: []*Event{
 		s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor),
 	}}
-	s.finishLocked(cm, &t, old.Status, "CANCELED", summary, nil, c.actor)
+	if err := s.finishLocked(cm, &t, old.Status, "CANCELED", summary, nil, c.actor); err != nil {
+		return nil, internal(err)
+	}
 	rn := s.runners[t.ID]
 	return &result{status: http.StatusOK, body: &t, c: cm, after: func() {
 		if rn != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
@@ -196,8 +197,8 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 }
 
 // finishLocked records a terminal transition of t (already copied and given
-// its new status) with its Outcome into cm.
-func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary string, failure *Failure, actor string) {
+// its new status) with its Outcome and its receipt into cm.
+func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary string, failure *Failure, actor string) error {
 	o := &Outcome{Envelope: s.envelope("outcome", "outcome", nil), TaskID: t.ID, Status: outcomeStatus, Summary: summary,
 		Artifacts: []*Artifact{}, Failure: failure}
 	if rn := s.runners[t.ID]; rn != nil {
@@ -209,7 +210,9 @@ func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary 
 		payload["failure"] = failure
 	}
 	cm.Puts = append(cm.Puts, put{Task: t}, put{Outcome: o})
-	cm.Events = append(cm.Events, s.newEvent(transitionEvent(from, t.Status), Pointer{"task", t.ID}, payload, t.WorkspaceID, t.SessionID, t.ID, actor))
+	ev := s.newEvent(transitionEvent(from, t.Status), Pointer{"task", t.ID}, payload, t.WorkspaceID, t.SessionID, t.ID, actor)
+	cm.Events = append(cm.Events, ev)
+	return s.issueReceiptLocked(cm, t, o, ev)
 }
 
 // ---- task messages ----
@@ -348,23 +351,7 @@ func (s *Server) taskInput(id string) string {
 	if !ok {
 		return ""
 	}
-	m, _ := t.Input.(map[string]any)
-	if parts, ok := m["parts"].([]any); ok {
-		var texts []string
-		for _, p := range parts {
-			if pm, ok := p.(map[string]any); ok {
-				if txt, ok := pm["text"].(string); ok {
-					texts = append(texts, txt)
-				}
-			}
-		}
-		return strings.Join(texts, " ")
-	}
-	if txt, ok := m["text"].(string); ok {
-		return txt
-	}
-	b, _ := json.Marshal(t.Input)
-	return string(b)
+	return inputText(t.Input)
 }
 
 // step executes one scenario step; false means stop (task terminal, canceled or server closing).
@@ -406,6 +393,8 @@ func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runn
 		return s.move(ctx, id, StatusWorking, nil, nil)
 	case scenario.OpToolApproval:
 		return s.toolApproval(ctx, id, st, rn)
+	case scenario.OpUseSecret:
+		return s.useSecret(ctx, id, st)
 	case scenario.OpComplete:
 		summary := st.Summary
 		if summary == "" {
@@ -503,11 +492,17 @@ func (s *Server) move(ctx context.Context, id, to string, payload map[string]any
 	case StatusCompleted:
 		t.CompletedAt = ptr(now)
 		outcome := "SUCCEEDED"
-		s.finishLocked(cm, &t, old.Status, outcome, end.summary, nil, agentActor)
+		if s.finishLocked(cm, &t, old.Status, outcome, end.summary, nil, agentActor) != nil {
+			s.mu.Unlock()
+			return false
+		}
 	case StatusFailed:
 		t.CompletedAt = ptr(now)
 		t.Failure = end.failure
-		s.finishLocked(cm, &t, old.Status, "FAILED", end.summary, t.Failure, agentActor)
+		if s.finishLocked(cm, &t, old.Status, "FAILED", end.summary, t.Failure, agentActor) != nil {
+			s.mu.Unlock()
+			return false
+		}
 	}
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
@@ -644,7 +639,10 @@ func (s *Server) recoverTasks() error {
 			now := s.now()
 			cp.Status, cp.UpdatedAt, cp.CompletedAt = StatusFailed, now, ptr(now)
 			cp.Failure = &Failure{Code: "harness_restarted", Message: fmt.Sprintf("the harness restarted while the task was %s", t.Status)}
-			s.finishLocked(&cm, &cp, t.Status, "FAILED", "harness restarted", cp.Failure, agentActor)
+			if err := s.finishLocked(&cm, &cp, t.Status, "FAILED", "harness restarted", cp.Failure, agentActor); err != nil {
+				s.mu.Unlock()
+				return err
+			}
 		}
 	}
 	var seq uint64

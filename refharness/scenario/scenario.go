@@ -31,6 +31,7 @@ const (
 	OpToolApproval  Op = "tool_approval"  // request approval of a tool call; AUTH_REQUIRED until decided
 	OpComplete      Op = "complete"       // finish COMPLETED with an Outcome whose summary is Summary
 	OpFail          Op = "fail"           // finish FAILED with failure {Code, Message}
+	OpUseSecret     Op = "use_secret"     // make a tool call authenticated with Secret, a canary that must never be shown
 )
 
 // Bounds on hostile or mistaken scenarios.
@@ -39,6 +40,7 @@ const (
 	MaxMS         = 600_000
 	MaxCount      = 10_000
 	MaxContent    = 64 << 10
+	MinSecret     = 8 // a canary short enough to occur by chance would prove nothing
 	maxStringSize = 4 << 10
 )
 
@@ -60,6 +62,7 @@ type Step struct {
 	Summary    string         `json:"summary,omitempty"`
 	Code       string         `json:"code,omitempty"`
 	Message    string         `json:"message,omitempty"`
+	Secret     string         `json:"secret,omitempty"`
 }
 
 // Terminal reports whether the step ends the task.
@@ -137,16 +140,17 @@ func check(st Step, p string) error {
 		OpToolApproval:  {"tool", "input"},
 		OpComplete:      {"summary"},
 		OpFail:          {"code", "message"},
+		OpUseSecret:     {"secret", "tool"},
 	}
 	fields, ok := allowed[st.Op]
 	if !ok {
-		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, complete, fail", st.Op)}
+		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, complete, fail", st.Op)}
 	}
 	set := map[string]bool{
 		"ms": st.MS != 0, "count": st.Count != 0, "interval_ms": st.IntervalMS != 0, "text": st.Text != "",
 		"prompt": st.Prompt != "", "reason": st.Reason != "", "tool": st.Tool != "", "input": st.Input != nil,
 		"kind": st.Kind != "", "mime_type": st.MimeType != "", "name": st.Name != "", "content": st.Content != "",
-		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "",
+		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "", "secret": st.Secret != "",
 	}
 	for f, isSet := range set {
 		if isSet && !contains(fields, f) {
@@ -154,7 +158,7 @@ func check(st Step, p string) error {
 		}
 	}
 	for f, s := range map[string]string{"text": st.Text, "prompt": st.Prompt, "reason": st.Reason, "tool": st.Tool,
-		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message} {
+		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret} {
 		if len(s) > maxStringSize {
 			return &Error{p + "." + f, fmt.Sprintf("got %d bytes, want at most %d", len(s), maxStringSize)}
 		}
@@ -181,6 +185,10 @@ func check(st Step, p string) error {
 	case OpFail:
 		if st.Code == "" {
 			return &Error{p + ".code", "missing, want a failure code"}
+		}
+	case OpUseSecret:
+		if len(st.Secret) < MinSecret {
+			return &Error{p + ".secret", fmt.Sprintf("got %d bytes, want a secret of at least %d", len(st.Secret), MinSecret)}
 		}
 	}
 	return nil

@@ -1,0 +1,477 @@
+package refharness
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/harn-conform/conform/internal/receipt"
+	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Receipts: every terminal task gets one receipt-2026-04-25 document with
+// subject {object: task}, sealed (RFC 8785 + SHA-256) and signed with the
+// harness's ed25519 key, chained to the previous receipt the harness issued.
+// The receipt is written in the same commit as the terminal transition, so
+// a task is never terminal without its receipt, and the Task, its Outcome,
+// its artifacts and the terminal event all carry its id. docs/receipts.md
+// ("Reference Harness") describes what each section summarises.
+
+// issuerID names the harness in receipts.
+const issuerID = "harness_conform_reference"
+
+// storedReceipt is one issued receipt as the journal keeps it: the exact
+// sealed bytes (a string, so they survive the journal byte for byte).
+type storedReceipt struct {
+	ID     string `json:"id"`
+	TaskID string `json:"task_id"`
+	Hash   string `json:"hash"`
+	Raw    string `json:"raw"`
+}
+
+// publishedKey is a public key of the key directory. Keys are journaled, so
+// a retired key stays listed for as long as receipts signed with it exist.
+type publishedKey struct {
+	ID     string `json:"key_id"`
+	Public []byte `json:"public_key"`
+}
+
+// receiptState is the receipts part of the projection. Its zero value is
+// empty and usable.
+type receiptState struct {
+	byID   map[string]*storedReceipt
+	order  []*storedReceipt // issue order: the chain
+	byTask map[string][]string
+	prev   map[string]string // receipt id -> the hash it links to ("" for a chain start)
+	keys   []publishedKey
+}
+
+func (rs *receiptState) apply(c *commit) {
+	if rs.byID == nil {
+		rs.byID, rs.byTask, rs.prev = map[string]*storedReceipt{}, map[string][]string{}, map[string]string{}
+	}
+	for _, k := range c.ReceiptKeys {
+		if _, ok := rs.key(k.ID); !ok {
+			rs.keys = append(rs.keys, k)
+		}
+	}
+	for _, r := range c.Receipts {
+		if _, dup := rs.byID[r.ID]; dup {
+			continue
+		}
+		rs.prev[r.ID] = rs.head()
+		rs.byID[r.ID] = r
+		rs.order = append(rs.order, r)
+		rs.byTask[r.TaskID] = append(rs.byTask[r.TaskID], r.ID)
+	}
+}
+
+func (rs *receiptState) key(id string) (publishedKey, bool) {
+	for _, k := range rs.keys {
+		if k.ID == id {
+			return k, true
+		}
+	}
+	return publishedKey{}, false
+}
+
+// head is the hash the next receipt links to: the last one issued, or "".
+func (rs *receiptState) head() string {
+	if len(rs.order) == 0 {
+		return ""
+	}
+	return rs.order[len(rs.order)-1].Hash
+}
+
+func (rs *receiptState) get(id string) (*storedReceipt, bool) {
+	r, ok := rs.byID[id]
+	return r, ok
+}
+
+// keySet is the key directory as the verifier reads it.
+func (rs *receiptState) keySet() *receipt.KeySet {
+	ks := &receipt.KeySet{}
+	for _, k := range rs.keys {
+		ks.Add(receipt.PublicKey{ID: k.ID, Algorithm: receipt.Ed25519, Key: k.Public})
+	}
+	return ks
+}
+
+// wantPrevious is what the receipt's previous_receipt_hash must be, in the
+// verifier's Options.Previous form ("null" for the chain start).
+func (rs *receiptState) wantPrevious(id string) string {
+	if p := rs.prev[id]; p != "" {
+		return p
+	}
+	return "null"
+}
+
+func sha256Proof(b []byte) string {
+	h := sha256.Sum256(b)
+	return receipt.HashPrefix + hex.EncodeToString(h[:])
+}
+
+// jsonProof is the proof hash of a JSON value: SHA-256 of its RFC 8785 form.
+func jsonProof(v any) string {
+	b, err := json.Marshal(v)
+	if err == nil {
+		if c, err := jcs.Transform(b); err == nil {
+			b = c
+		}
+	}
+	return sha256Proof(b)
+}
+
+// taskRun is what a task did, gathered from its events and resources.
+type taskRun struct {
+	inputTokens, outputTokens int
+	materials                 []any
+	tools                     []any
+	approvals                 []any
+	redactions                []any
+	artifacts                 []*Artifact
+}
+
+// gatherRunLocked reads the task's retained events in order. Holds s.mu.
+func (s *Server) gatherRunLocked(t *Task) *taskRun {
+	run := &taskRun{inputTokens: len(strings.Fields(inputText(t.Input)))}
+	run.materials = append(run.materials, map[string]any{"id": "task_input:" + t.ID, "kind": "host_fact",
+		"content_type": "application/json", "uri": "/v1/tasks/" + t.ID + "#input", "sha256": jsonProof(t.Input)})
+	secrets := scenarioSecrets(t.Metadata)
+	calls := map[string]map[string]any{}
+	for _, pos := range s.st.byTask[t.ID] {
+		e, ok := s.st.event(pos)
+		if !ok {
+			continue
+		}
+		switch e.Event {
+		case "agent.message":
+			text, _ := e.Payload["text"].(string)
+			mid, _ := e.Payload["message_id"].(string)
+			run.outputTokens += len(strings.Fields(text))
+			run.materials = append(run.materials, map[string]any{"id": "llm:" + mid, "kind": "llm_provider_response",
+				"content_type": "text/plain", "uri": "/v1/messages/" + mid, "sha256": sha256Proof([]byte(text))})
+		case "tool.requested":
+			id, _ := e.Payload["tool_call_id"].(string)
+			name, _ := e.Payload["name"].(string)
+			call := map[string]any{"tool": name, "call_id": id, "status": "canceled", "input_hash": jsonProof(e.Payload["input"])}
+			if _, used := e.Payload["credential"]; used && len(secrets) > 0 {
+				secret := secrets[0]
+				secrets = secrets[1:]
+				value := "[REDACTED]"
+				if s.opts.Faults.Has(FaultReceiptLeaksSecret) {
+					value = secret
+				}
+				call["metadata"] = map[string]any{"api_key": value}
+				red := map[string]any{"field": fmt.Sprintf("/side_effects/tool_calls/%d/metadata/api_key", len(run.tools)),
+					"reason": "secret credential used by the tool call; only its proof hash is kept"}
+				if !s.opts.Faults.Has(FaultRedactionWithoutProof) {
+					red["proof_hash"] = sha256Proof([]byte(secret))
+				}
+				run.redactions = append(run.redactions, red)
+			}
+			calls[id] = call
+			run.tools = append(run.tools, call)
+		case "tool.completed":
+			if call := calls[str(e.Payload["tool_call_id"])]; call != nil {
+				call["status"] = "succeeded"
+				call["output_hash"] = jsonProof(e.Payload["output"])
+				run.materials = append(run.materials, map[string]any{"id": "tool:" + str(call["call_id"]), "kind": "mcp_tool_return",
+					"content_type": "application/json", "uri": "/v1/events/" + e.ID + "#payload.output", "sha256": call["output_hash"]})
+			}
+		case "tool.denied", "tool.approved":
+			decision := "approved"
+			if e.Event == "tool.denied" {
+				decision = "denied"
+				if call := calls[str(e.Payload["tool_call_id"])]; call != nil {
+					call["status"] = "canceled"
+				}
+			}
+			run.approvals = append(run.approvals, map[string]any{"approval_id": str(e.Payload["tool_call_id"]), "actor": t.CreatedBy,
+				"action": "tool:" + str(e.Payload["name"]), "decision": decision, "decided_at": e.CreatedAt})
+		case "artifact.created":
+			if a, ok := s.st.artifacts.get(e.Resource.ID); ok {
+				run.artifacts = append(run.artifacts, a)
+			}
+		}
+	}
+	return run
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// scenarioSecrets lists the secrets of the task's use_secret steps, in order.
+func scenarioSecrets(meta map[string]any) []string {
+	v, ok := meta[scenario.Key]
+	if !ok {
+		return nil
+	}
+	sc, err := scenario.Parse(v)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range sc.Steps {
+		if st.Op == scenario.OpUseSecret {
+			out = append(out, st.Secret)
+		}
+	}
+	return out
+}
+
+// Pricing of the reference agent, in micro-USD per token: real arithmetic
+// over what the task did, so cost and budget are checkable numbers.
+const (
+	microUSDPerInputToken  = 1
+	microUSDPerOutputToken = 2
+)
+
+// issueReceiptLocked builds, seals and signs the receipt of terminal task t
+// (already in cm, as is its outcome o and terminal event ev) and adds it,
+// its receipt.issued event, and the artifacts now carrying its id to cm.
+// Holds s.mu.
+func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) error {
+	id := s.freshID("receipt")
+	run := s.gatherRunLocked(t)
+	now := s.now()
+	final := map[string]string{StatusCompleted: "SUCCEEDED", StatusFailed: "FAILED", StatusCanceled: "CANCELED"}[t.Status]
+	started := t.CreatedAt
+	if t.StartedAt != nil {
+		started = *t.StartedAt
+	}
+	completed := now
+	switch {
+	case t.CompletedAt != nil:
+		completed = *t.CompletedAt
+	case t.CanceledAt != nil:
+		completed = *t.CanceledAt
+	}
+	wall := int64(0)
+	if a, err := time.Parse(time.RFC3339Nano, started); err == nil {
+		if b, err := time.Parse(time.RFC3339Nano, completed); err == nil && b.After(a) {
+			wall = b.Sub(a).Milliseconds()
+		}
+	}
+	micro := run.inputTokens*microUSDPerInputToken + run.outputTokens*microUSDPerOutputToken
+	usd := math.Round(float64(micro)) / 1e6
+	model := "echo-agent"
+	if _, ok := t.Metadata[scenario.Key]; ok {
+		model = "scenario-agent"
+	}
+
+	var failure any
+	if t.Failure != nil {
+		failure = map[string]any{"code": t.Failure.Code, "message": t.Failure.Message}
+	}
+	identifiers := map[string]any{"workspace_ref": t.WorkspaceID, "session_id": t.SessionID, "task_id": t.ID}
+	if t.PersonaID != nil {
+		identifiers["persona_ref"] = *t.PersonaID
+	}
+	if t.BranchID != nil {
+		identifiers["branch_id"] = *t.BranchID
+	}
+	determinism := map[string]any{"determinism": "byte_deterministic", "materials": run.materials}
+	switch {
+	case t.Failure != nil && t.Failure.Code == "harness_restarted":
+		determinism = map[string]any{"determinism": "unavailable", "materials": run.materials,
+			"unavailable_reason": "the harness restarted while the task ran; its in-memory progress is gone"}
+	case t.Status == StatusCanceled:
+		// Where a cancel lands depends on wall-clock timing.
+		determinism["determinism"] = "best_effort"
+	}
+	fsWrites, finals := []any{}, []any{}
+	for _, a := range run.artifacts {
+		sum := ""
+		if a.SHA256 != nil {
+			sum = receipt.HashPrefix + *a.SHA256
+		}
+		path := "artifacts/" + a.ID
+		if n, ok := a.Metadata["name"].(string); ok && n != "" {
+			path = "artifacts/" + a.ID + "/" + n
+		}
+		fsWrites = append(fsWrites, map[string]any{"path": path, "operation": "create", "before_sha256": nil, "after_sha256": nullable(sum)})
+		fa := map[string]any{"artifact_id": a.ID, "kind": a.Kind, "uri": "/v1/artifacts/" + a.ID + "/content"}
+		mat := map[string]any{"id": "artifact:" + a.ID, "kind": "artifact", "content_type": a.MimeType,
+			"uri": "/v1/artifacts/" + a.ID + "/content", "metadata": map[string]any{"size_bytes": a.SizeBytes}}
+		if sum != "" {
+			fa["sha256"], mat["sha256"] = sum, sum
+		}
+		finals = append(finals, fa)
+		run.materials = append(run.materials, mat)
+	}
+	if run.tools == nil {
+		run.tools = []any{}
+	}
+	prev := any(nil)
+	head := s.st.rc.head()
+	if n := len(cm.Receipts); n > 0 {
+		head = cm.Receipts[n-1].Hash // several tasks end in one commit at recovery
+	}
+	if h := head; h != "" {
+		prev = h
+		if s.opts.Faults.Has(FaultReceiptChainBroken) {
+			prev = sha256Proof([]byte(h)) // the hash of a hash: no receipt has it
+		}
+	}
+	consumed := map[string]any{"input_tokens": run.inputTokens, "output_tokens": run.outputTokens,
+		"tool_calls": len(run.tools), "usd": usd, "wall_time_ms": wall}
+	doc := map[string]any{
+		"schema":     receipt.Format,
+		"receipt_id": id,
+		"subject":    map[string]any{"object": "task", "id": t.ID},
+		"issuer": map[string]any{"id": issuerID, "kind": "harness", "name": "conform reference harness",
+			"version": ProtocolVersion, "public_key_id": s.rkey.id},
+		"issued_at":   now,
+		"identifiers": identifiers,
+		"lifecycle": map[string]any{"created_at": t.CreatedAt, "started_at": started, "completed_at": completed,
+			"final_state": final, "failure": failure},
+		"trust":           map[string]any{"start_tier": "act_auto", "end_tier": "act_auto", "policy_ref": "conform.scenarios/" + scenario.Version},
+		"autonomy_budget": map[string]any{"consumed": consumed},
+		"replay_input":    determinism,
+		"model_route": map[string]any{
+			"chosen_model":            map[string]any{"provider": "conform", "model": model, "version": scenario.Version},
+			"alternatives_considered": []any{},
+			"route_policy_reason":     "the reference harness runs one deterministic agent",
+		},
+		"cost": map[string]any{"currency": "USD", "total": usd, "provider_breakdown": []any{
+			map[string]any{"provider": "conform", "model": model, "amount": usd, "input_tokens": run.inputTokens, "output_tokens": run.outputTokens},
+		}},
+		"side_effects":    map[string]any{"fs_writes": fsWrites, "network_egress": []any{}, "tool_calls": run.tools, "a2a_handoffs": []any{}},
+		"final_artifacts": finals,
+		"chain":           map[string]any{"previous_receipt_hash": prev},
+		"metadata":        map[string]any{"outcome_id": o.ID, "task_status": t.Status},
+	}
+	if run.approvals != nil {
+		doc["approvals"] = run.approvals
+	}
+	if run.redactions != nil {
+		doc["redactions"] = run.redactions
+	}
+	if s.opts.Faults.Has(FaultReceiptUnknownField) {
+		doc["x_conform_note"] = "a top-level member the closed receipt schema does not allow"
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	signer := receipt.Signer{KeyID: s.rkey.id, Key: s.rkey.priv, SignedAt: s.clock()}
+	if s.opts.Faults.Has(FaultReceiptWrongKey) {
+		_, other, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			return err
+		}
+		signer.Key = other
+	}
+	sealed, err := receipt.Seal(raw, signer)
+	if err != nil {
+		return err
+	}
+	hash, err := receipt.Hash(sealed)
+	if err != nil {
+		return err
+	}
+	if s.opts.Faults.Has(FaultReceiptHashCorrupt) {
+		// Changed after sealing: the stored hash and signature cover the
+		// original bytes, the served bytes are different.
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(sealed)))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return err
+		}
+		m["metadata"].(map[string]any)["task_status"] = "edited after sealing"
+		if sealed, err = json.Marshal(m); err != nil {
+			return err
+		}
+	}
+
+	if !s.opts.Faults.Has(FaultReceiptRefDropped) {
+		t.ReceiptID = ptr(id)
+	}
+	o.ReceiptID = ptr(id)
+	ev.ReceiptID = ptr(id)
+	// The task's artifacts now name the receipt that vouches for them.
+	copies := map[string]*Artifact{}
+	for _, a := range run.artifacts {
+		cp := *a
+		cp.ReceiptID = ptr(id)
+		copies[a.ID] = &cp
+		cm.Puts = append(cm.Puts, put{Artifact: &cp})
+	}
+	for i, a := range o.Artifacts {
+		if cp, ok := copies[a.ID]; ok {
+			o.Artifacts[i] = cp
+		}
+	}
+	cm.Receipts = append(cm.Receipts, &storedReceipt{ID: id, TaskID: t.ID, Hash: hash, Raw: string(sealed)})
+	// Receipt events are about the receipt: they belong to the session's
+	// stream, not the task's, whose events stay the task's own history.
+	issued := s.newEvent("receipt.issued", Pointer{"receipt", id},
+		map[string]any{"receipt_id": id, "receipt_hash": hash, "subject": map[string]any{"object": "task", "id": t.ID}},
+		t.WorkspaceID, t.SessionID, "", agentActor)
+	if !s.opts.Faults.Has(FaultReceiptEventNoID) {
+		issued.ReceiptID = ptr(id)
+	} else {
+		delete(issued.Payload, "receipt_id")
+	}
+	cm.Events = append(cm.Events, issued)
+	return nil
+}
+
+// inputText renders a task input as the text the agent reads: its text
+// parts joined by spaces, or input.text, or the input's JSON.
+func inputText(input any) string {
+	m, _ := input.(map[string]any)
+	if parts, ok := m["parts"].([]any); ok {
+		var texts []string
+		for _, p := range parts {
+			if pm, ok := p.(map[string]any); ok {
+				if txt, ok := pm["text"].(string); ok {
+					texts = append(texts, txt)
+				}
+			}
+		}
+		return strings.Join(texts, " ")
+	}
+	if txt, ok := m["text"].(string); ok {
+		return txt
+	}
+	b, _ := json.Marshal(input)
+	return string(b)
+}
+
+// useSecret runs a use_secret step: a tool call authenticated with the
+// step's secret. The secret is a canary: events show only a redaction
+// marker, and the receipt keeps its proof hash (gatherRunLocked).
+func (s *Server) useSecret(ctx context.Context, id string, st scenario.Step) bool {
+	tool := st.Tool
+	if tool == "" {
+		tool = "conform.authenticated_call"
+	}
+	s.mu.Lock()
+	t, ok := s.st.tasks.get(id)
+	if !ok || Terminal(t.Status) || ctx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	callID := s.freshID("toolcall")
+	ev := func(kind string, p map[string]any) *Event {
+		p["tool_call_id"], p["name"] = callID, tool
+		return s.newEvent(kind, Pointer{"task", id}, p, t.WorkspaceID, t.SessionID, id, agentActor)
+	}
+	cm := &commit{Events: []*Event{
+		ev("tool.requested", map[string]any{"input": map[string]any{"api_key": "[REDACTED]"}, "credential": "[REDACTED]"}),
+		ev("tool.completed", map[string]any{"output": map[string]any{"ok": true}, "status": "ok"}),
+	}}
+	seq, err := s.commitLocked(cm)
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}

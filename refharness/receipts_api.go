@@ -1,0 +1,294 @@
+package refharness
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/harn-conform/conform/internal/receipt"
+)
+
+// VerifySubmittedCapability is the discovery capability by which the harness
+// says POST /v1/receipts/{id}/verify also checks a copy of the receipt sent
+// in the body ({"receipt": {…}}), a conform extension (docs/receipts.md).
+const VerifySubmittedCapability = "conform.receipt_verify_submitted"
+
+// keyFile holds the receipt signing key in a DataDir, readable by the owner only.
+const keyFile = "receipt-signing-key.json"
+
+// maxKeyFile bounds the key file read: it is a few hundred bytes.
+const maxKeyFile = 64 << 10
+
+// signingKey is the harness's ed25519 receipt key.
+type signingKey struct {
+	id   string
+	priv ed25519.PrivateKey
+}
+
+type keyFileDoc struct {
+	KeyID     string `json:"key_id"`
+	Algorithm string `json:"algorithm"`
+	Seed      string `json:"seed"` // standard base64 of the 32-byte ed25519 seed
+}
+
+// loadReceiptKey reads the signing key from the DataDir, creating it on
+// first start (in memory mode a fresh key per process), and publishes its
+// public half in the journal so the key directory survives rotation.
+func (s *Server) loadReceiptKey() error {
+	var k signingKey
+	var err error
+	if s.opts.DataDir == "" {
+		k, err = s.newSigningKey()
+	} else {
+		k, err = s.readOrCreateKey(filepath.Join(s.opts.DataDir, keyFile))
+	}
+	if err != nil {
+		return fmt.Errorf("refharness: receipt signing key: %w", err)
+	}
+	s.rkey = k
+	s.mu.Lock()
+	if _, ok := s.st.rc.key(k.id); ok {
+		s.mu.Unlock()
+		return nil
+	}
+	pub := k.priv.Public().(ed25519.PublicKey)
+	seq, err := s.commitLocked(&commit{ReceiptKeys: []publishedKey{{ID: k.id, Public: pub}}})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.wait(seq)
+}
+
+func (s *Server) newSigningKey() (signingKey, error) {
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return signingKey{}, err
+	}
+	return signingKey{id: s.ids.NewID("rkey"), priv: priv}, nil
+}
+
+func (s *Server) readOrCreateKey(path string) (signingKey, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k, err := s.newSigningKey()
+		if err != nil {
+			return k, err
+		}
+		return k, writeKeyFile(path, k)
+	}
+	if err != nil {
+		return signingKey{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return signingKey{}, err
+	}
+	if len(b) > maxKeyFile {
+		return signingKey{}, fmt.Errorf("%s is over %d bytes, want a small JSON key document", path, maxKeyFile)
+	}
+	var d keyFileDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return signingKey{}, fmt.Errorf("%s: %v", path, err)
+	}
+	seed, err := base64.StdEncoding.DecodeString(d.Seed)
+	switch {
+	case d.KeyID == "":
+		return signingKey{}, fmt.Errorf("%s: empty key_id", path)
+	case d.Algorithm != receipt.Ed25519:
+		return signingKey{}, fmt.Errorf("%s: algorithm %q, want %q", path, d.Algorithm, receipt.Ed25519)
+	case err != nil || len(seed) != ed25519.SeedSize:
+		return signingKey{}, fmt.Errorf("%s: seed is not %d bytes of base64", path, ed25519.SeedSize)
+	}
+	return signingKey{id: d.KeyID, priv: ed25519.NewKeyFromSeed(seed)}, nil
+}
+
+// writeKeyFile writes the key atomically (temp file, fsync, rename), owner-only.
+func writeKeyFile(path string, k signingKey) error {
+	b, err := json.Marshal(keyFileDoc{KeyID: k.id, Algorithm: receipt.Ed25519, Seed: base64.StdEncoding.EncodeToString(k.priv.Seed())})
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (s *Server) receiptRoutes() []route {
+	return []route{
+		{method: "GET", pattern: "receipts/keys", raw: s.receiptKeys},
+		{method: "GET", pattern: "receipts/{}", raw: s.getReceipt},
+		{method: "POST", pattern: "receipts/{}/verify", write: s.verifyReceipt, noBody: true},
+		{method: "GET", pattern: "tasks/{}/receipts", raw: s.listTaskReceipts},
+	}
+}
+
+// Receipts are served as their stored bytes, never through render: the
+// hash covers them, so no output fault or variant may touch them.
+
+// readLocked runs f under the read lock and waits until what it saw is durable.
+func (s *Server) readDurable(w http.ResponseWriter, c *call, f func() ([]byte, *apiError)) {
+	s.mu.RLock()
+	b, e := f()
+	seq := s.lastSeq
+	s.mu.RUnlock()
+	if err := s.wait(seq); err != nil {
+		e = &apiError{Status: http.StatusServiceUnavailable, Code: "service_unavailable", Message: err.Error()}
+	}
+	if e != nil {
+		s.writeError(w, c.r, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	w.Write([]byte("\n"))
+}
+
+func (s *Server) getReceipt(w http.ResponseWriter, c *call) {
+	s.readDurable(w, c, func() ([]byte, *apiError) {
+		r, ok := s.st.rc.get(c.params[0])
+		if !ok {
+			return nil, notFound("receipt", c.params[0])
+		}
+		return []byte(r.Raw), nil
+	})
+}
+
+func (s *Server) receiptKeys(w http.ResponseWriter, c *call) {
+	s.readDurable(w, c, func() ([]byte, *apiError) {
+		b, err := json.Marshal(s.st.rc.keySet())
+		if err != nil {
+			return nil, internal(err)
+		}
+		return b, nil
+	})
+}
+
+// listTaskReceipts lists a task's receipts (one per terminal task) in a
+// list envelope whose items are the receipt documents themselves.
+func (s *Server) listTaskReceipts(w http.ResponseWriter, c *call) {
+	s.readDurable(w, c, func() ([]byte, *apiError) {
+		if _, ok := s.st.tasks.get(c.params[0]); !ok {
+			return nil, notFound("task", c.params[0])
+		}
+		if _, _, e := s.pageArgs(c); e != nil {
+			return nil, e
+		}
+		var b strings.Builder
+		b.WriteString(`{"object":"list","data":[`)
+		for i, id := range s.st.rc.byTask[c.params[0]] {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			r, _ := s.st.rc.get(id)
+			b.WriteString(r.Raw)
+		}
+		b.WriteString(`],"page":{"has_more":false,"next_cursor":null}}`)
+		return []byte(b.String()), nil
+	})
+}
+
+// verification is the answer of POST /v1/receipts/{id}/verify.
+type verification struct {
+	Valid     bool           `json:"valid"`
+	CheckedAt string         `json:"checked_at"`
+	Reason    *string        `json:"reason"`
+	Details   map[string]any `json:"details"`
+}
+
+// verifyReceipt re-verifies the stored receipt with the project's verifier
+// (schema, hash, chain link, signatures against the harness's keys, secret
+// scan), or a submitted copy of it when the body carries "receipt". It
+// records the outcome as a receipt.verified or receipt.verification_failed
+// event on the receipt.
+func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
+	r, ok := s.st.rc.get(c.params[0])
+	if !ok {
+		return nil, notFound("receipt", c.params[0])
+	}
+	for k := range c.body.m {
+		switch k {
+		case "trust_anchor", "at_time", "receipt":
+		default:
+			return nil, badRequest(k, "unknown field %s, want trust_anchor, at_time or receipt", k)
+		}
+	}
+	raw := []byte(r.Raw)
+	submitted := false
+	if v, ok := c.body.m["receipt"]; ok && v != nil {
+		m, isObj := v.(map[string]any)
+		if !isObj {
+			return nil, badRequest("receipt", "field receipt: got %s, want the receipt document", jsonKind(v))
+		}
+		if m["receipt_id"] != r.ID {
+			return nil, badRequest("receipt", "field receipt: receipt_id is %v, want %q (the receipt named by the path)", m["receipt_id"], r.ID)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, badRequest("receipt", "field receipt: %v", err)
+		}
+		raw, submitted = b, true
+	}
+	res := receipt.Verify(raw, receipt.Options{Keys: s.st.rc.keySet(), Previous: s.st.rc.wantPrevious(r.ID)})
+	v := verification{Valid: res.Valid(), CheckedAt: s.now(), Details: map[string]any{
+		"receipt_id": r.ID, "submitted": submitted, "stored_hash": nullable(res.Stored), "computed_hash": nullable(res.Computed),
+		"steps": res.Steps, "findings": res.Findings,
+	}}
+	if !v.Valid {
+		var parts []string
+		for _, f := range res.Findings {
+			parts = append(parts, f.String())
+		}
+		v.Reason = ptr(strings.Join(parts, "; "))
+	}
+	if s.opts.Faults.Has(FaultVerifyAlwaysValid) {
+		v.Valid, v.Reason = true, nil
+	}
+	kind := "receipt.verified"
+	if !v.Valid {
+		kind = "receipt.verification_failed"
+	}
+	var ws, sess string
+	if t, ok := s.st.tasks.get(r.TaskID); ok {
+		ws, sess = t.WorkspaceID, t.SessionID
+	}
+	ev := s.newEvent(kind, Pointer{"receipt", r.ID}, map[string]any{"receipt_id": r.ID, "valid": v.Valid, "submitted": submitted,
+		"subject": map[string]any{"object": "task", "id": r.TaskID}}, ws, sess, "", c.actor)
+	ev.ReceiptID = ptr(r.ID)
+	return &result{status: http.StatusOK, body: v, c: &commit{Events: []*Event{ev}}}, nil
+}

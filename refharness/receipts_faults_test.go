@@ -1,0 +1,141 @@
+package refharness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/harn-conform/conform/internal/receipt"
+)
+
+// Probes of the receipt faults, registered with the others in faults_test.go.
+
+func init() {
+	for f, p := range receiptProbes {
+		probes[f] = p
+	}
+}
+
+// firstReceipt is the receipt of the probe env's completed task.
+func (p *probeEnv) firstReceipt() (json.RawMessage, error) {
+	rs := p.receiptsOf(p.task)
+	if len(rs) == 0 {
+		return nil, errors.New("the task has no receipt")
+	}
+	return rs[0], nil
+}
+
+// findings verifies raw and returns its findings of the given classes.
+func findings(raw []byte, opts receipt.Options, classes ...string) error {
+	var bad []string
+	for _, f := range receipt.Verify(raw, opts).Findings {
+		for _, c := range classes {
+			if f.Class == c {
+				bad = append(bad, f.String())
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("receipt: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+var receiptProbes = map[Fault]probe{
+	FaultReceiptHashCorrupt: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		return findings(raw, receipt.Options{}, receipt.ClassHashMismatch)
+	},
+	FaultReceiptChainBroken: func(p *probeEnv) error {
+		first, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		next := p.receiptsOf(p.runTask(p.sess, nil, StatusCompleted))
+		if len(next) == 0 {
+			return errors.New("second task has no receipt")
+		}
+		if got, want := field(next[0], "chain", "previous_receipt_hash"), field(first, "chain", "receipt_hash"); got != want {
+			return fmt.Errorf("second receipt links to %v, want the first's hash %v", got, want)
+		}
+		return nil
+	},
+	FaultReceiptWrongKey: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		return findings(raw, receipt.Options{Keys: p.keys()}, receipt.ClassSignatureInvalid, receipt.ClassKeyUnknown)
+	},
+	FaultReceiptLeaksSecret: func(p *probeEnv) error {
+		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		for _, r := range p.receiptsOf(id) {
+			if strings.Contains(string(r), canary) {
+				return errors.New("the receipt carries the canary secret")
+			}
+		}
+		return nil
+	},
+	FaultReceiptRefDropped: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if got, want := p.do("GET", "/v1/tasks/"+p.task, nil).str("receipt_id"), field(raw, "receipt_id"); got != want {
+			return fmt.Errorf("task receipt_id = %q, want %v", got, want)
+		}
+		return nil
+	},
+	FaultVerifyAlwaysValid: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		json.Unmarshal(raw, &doc)
+		doc["issued_at"] = "1999-01-01T00:00:00Z"
+		r := p.do("POST", "/v1/receipts/"+doc["receipt_id"].(string)+"/verify", map[string]any{"receipt": doc})
+		if r.Body["valid"] != false {
+			return fmt.Errorf("a tampered copy verifies: %s", r.Raw)
+		}
+		return nil
+	},
+	FaultReceiptUnknownField: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		return findings(raw, receipt.Options{}, receipt.ClassSchemaInvalid)
+	},
+	FaultRedactionWithoutProof: func(p *probeEnv) error {
+		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		for _, r := range p.receiptsOf(id) {
+			reds, _ := field(r, "redactions").([]any)
+			if len(reds) == 0 {
+				return errors.New("a used secret is not listed in redactions")
+			}
+			for _, x := range reds {
+				if m, _ := x.(map[string]any); m["proof_hash"] == nil {
+					return fmt.Errorf("redaction %v has no proof_hash", m)
+				}
+			}
+		}
+		return nil
+	},
+	FaultReceiptEventNoID: func(p *probeEnv) error {
+		evs := p.receiptEvents(p.sess, "receipt.issued", p.task)
+		if len(evs) == 0 {
+			return errors.New("no receipt.issued event")
+		}
+		for _, e := range evs {
+			if e["receipt_id"] == nil {
+				return errors.New("receipt.issued has no receipt_id")
+			}
+		}
+		return nil
+	},
+}
