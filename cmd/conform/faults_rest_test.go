@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
-	"github.com/harn-conform/conform/reports"
 )
 
 // REST-surface faults of the Core level: each must fail exactly the
@@ -84,16 +83,7 @@ func TestRESTShouldFaultsWarn(t *testing.T) {
 		t.Run(string(tc.Fault), func(t *testing.T) {
 			t.Parallel()
 			url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
-			if r == nil {
-				t.Fatalf("fault %s: no report; exit %d:\n%s", tc.Fault, code, console)
-			}
-			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
-				t.Errorf("fault %s: %s not reported as a warning (warnings: %v)", tc.Fault, tc.Warns, warned)
-			}
-			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
-				t.Errorf("fault %s breaks a SHOULD, but the suite reports %v: %s", tc.Fault, bad, messages(r, bad))
-			}
+			assertWarnsOnly(t, "fault "+string(tc.Fault), url, "core", tc.Warns)
 		})
 	}
 }
@@ -159,26 +149,7 @@ func TestRESTWrappedFaultsCaught(t *testing.T) {
 	for _, tc := range restWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wrappedHarness(t, tc.Wrap)
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
-			if r == nil {
-				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
-			}
-			failed := verdicts(r, reports.Fail)
-			t.Logf("%s: failed %v", tc.Name, failed)
-			for _, id := range tc.Fails {
-				if !slices.Contains(failed, id) {
-					t.Errorf("%s: %s not reported as failed (failed: %v)\n%s", tc.Name, id, failed, messages(r, tc.Fails))
-				}
-			}
-			for _, id := range failed {
-				if !slices.Contains(tc.Fails, id) && !slices.Contains(tc.Tolerated, id) {
-					t.Errorf("%s: unrelated requirement %s failed: %s", tc.Name, id, messages(r, []string{id}))
-				}
-			}
-			if code != 1 {
-				t.Errorf("%s: exit code %d, want 1", tc.Name, code)
-			}
+			assertCaught(t, tc.Name, wrappedHarness(t, tc.Wrap), "core", tc.Fails, tc.Tolerated)
 		})
 	}
 }
@@ -286,17 +257,7 @@ func TestRESTWrappedShouldFaultsWarn(t *testing.T) {
 	for _, tc := range restWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wrappedHarness(t, tc.Wrap)
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
-			if r == nil {
-				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
-			}
-			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
-				t.Errorf("%s: %s not reported as a warning (warnings: %v)", tc.Name, tc.Warns, warned)
-			}
-			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
-				t.Errorf("%s breaks a SHOULD, but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
-			}
+			assertWarnsOnly(t, tc.Name, wrappedHarness(t, tc.Wrap), "core", tc.Warns)
 		})
 	}
 }
@@ -411,15 +372,7 @@ func TestRESTWrappedVariantsPass(t *testing.T) {
 	for _, tc := range restWrapVariants {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wrappedHarnessWith(t, tc.Setup, tc.Wrap)
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
-			if r == nil {
-				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
-			}
-			bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...)
-			if len(bad) > 0 {
-				t.Errorf("%s is legal but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
-			}
+			assertClean(t, tc.Name, wrappedHarnessWith(t, tc.Setup, tc.Wrap), "core")
 		})
 	}
 }

@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/harn-conform/conform/refharness"
-	"github.com/harn-conform/conform/reports"
 )
 
 // Lifecycle, cancellation, outcome, event and SSE faults: each must fail
@@ -48,37 +46,8 @@ func TestStreamFaultsCaught(t *testing.T) {
 		t.Run(string(tc.Fault), func(t *testing.T) {
 			t.Parallel()
 			url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
-			assertCaughtAt(t, string(tc.Fault), url, tc.Fails, tc.Tolerated)
+			assertCaught(t, string(tc.Fault), url, "core", tc.Fails, tc.Tolerated)
 		})
-	}
-}
-
-// faultStreamTimeout bounds stream waits in fault runs: a broken stream
-// (one served as text/plain never ends) costs this, not the default 10 s,
-// while a working one delivers its frames within milliseconds.
-const faultStreamTimeout = "3s"
-
-// assertCaughtAt runs the Core suite against url and checks that exactly
-// fails (plus tolerated) failed, as assertFaultCaught does.
-func assertCaughtAt(t *testing.T, name, url string, fails, tolerated []string) {
-	t.Helper()
-	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core", "--stream-timeout", faultStreamTimeout)
-	if r == nil {
-		t.Fatalf("%s: no report; exit %d:\n%s", name, code, console)
-	}
-	failed := verdicts(r, reports.Fail)
-	for _, id := range fails {
-		if !slices.Contains(failed, id) {
-			t.Errorf("%s: %s not reported as failed (failed: %v)\n%s", name, id, failed, messages(r, fails))
-		}
-	}
-	for _, id := range failed {
-		if !slices.Contains(fails, id) && !slices.Contains(tolerated, id) {
-			t.Errorf("%s: unrelated requirement %s failed: %s", name, id, messages(r, []string{id}))
-		}
-	}
-	if code != 1 {
-		t.Errorf("%s: exit code %d, want 1", name, code)
 	}
 }
 
@@ -121,7 +90,7 @@ func TestStreamWrappedFaultsCaught(t *testing.T) {
 	for _, tc := range streamWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			assertCaughtAt(t, tc.Name, wrappedHarness(t, tc.Wrap), tc.Fails, tc.Tolerated)
+			assertCaught(t, tc.Name, wrappedHarness(t, tc.Wrap), "core", tc.Fails, tc.Tolerated)
 		})
 	}
 }
@@ -158,17 +127,7 @@ func TestStreamWrappedShouldFaultsWarn(t *testing.T) {
 	for _, tc := range streamWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			url := wrappedHarness(t, tc.Wrap)
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core")
-			if r == nil {
-				t.Fatalf("%s: no report; exit %d:\n%s", tc.Name, code, console)
-			}
-			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
-				t.Errorf("%s: %s not reported as a warning (warnings: %v)", tc.Name, tc.Warns, warned)
-			}
-			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
-				t.Errorf("%s breaks a SHOULD, but the suite reports %v: %s", tc.Name, bad, messages(r, bad))
-			}
+			assertWarnsOnly(t, tc.Name, wrappedHarness(t, tc.Wrap), "core", tc.Warns)
 		})
 	}
 }
@@ -190,13 +149,7 @@ func TestStreamReadingsPass(t *testing.T) {
 			t.Parallel()
 			var used atomic.Int64 // times the wrapper changed an answer
 			url := wrappedHarness(t, func(h http.Handler) http.Handler { return wrap(h, &used) })
-			code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "core", "--stream-timeout", "3s")
-			if r == nil {
-				t.Fatalf("no report; exit %d:\n%s", code, console)
-			}
-			if f := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(f) > 0 {
-				t.Errorf("a legal reading, but the suite reports %v: %s", f, messages(r, f))
-			}
+			assertClean(t, name, url, "core")
 			if used.Load() == 0 {
 				t.Error("the suite never met the changed behaviour, so this proves nothing")
 			}

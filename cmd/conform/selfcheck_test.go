@@ -125,42 +125,77 @@ type faultCase struct {
 	Tolerated []string
 }
 
-// assertFaultCaught runs the suite against a harness with the fault and
-// checks the failed set.
-func assertFaultCaught(t *testing.T, tc faultCase, levels string) {
+// faultStreamTimeout bounds stream waits in proof runs: a broken stream
+// (one served as text/plain never ends) costs this, not the default 10 s,
+// while a working one delivers its frames within milliseconds.
+const faultStreamTimeout = "3s"
+
+// runProof runs the suite against url at the given levels and returns the
+// report (failing the test if there is none).
+func runProof(t *testing.T, name, url, levels string) (int, *reports.Report) {
 	t.Helper()
-	url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
-	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", levels)
+	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", levels, "--stream-timeout", faultStreamTimeout)
 	if r == nil {
-		t.Fatalf("fault %s: no report; exit %d, output:\n%s", tc.Fault, code, console)
+		t.Fatalf("%s: no report; exit %d:\n%s", name, code, console)
 	}
+	return code, r
+}
+
+// assertCaught checks that a broken target fails exactly the wanted
+// requirements (plus tolerated ones) and exits 1.
+func assertCaught(t *testing.T, name, url, levels string, fails, tolerated []string) {
+	t.Helper()
+	code, r := runProof(t, name, url, levels)
 	failed := verdicts(r, reports.Fail)
-	for _, id := range tc.Fails {
+	for _, id := range fails {
 		if !slices.Contains(failed, id) {
-			t.Errorf("fault %s: %s not reported as failed (failed: %v)\n%s", tc.Fault, id, failed, messages(r, tc.Fails))
+			t.Errorf("%s: %s not reported as failed (failed: %v)\n%s", name, id, failed, messages(r, fails))
 		}
 	}
 	for _, id := range failed {
-		if !slices.Contains(tc.Fails, id) && !slices.Contains(tc.Tolerated, id) {
-			t.Errorf("fault %s: unrelated requirement %s failed: %s", tc.Fault, id, messages(r, []string{id}))
+		if !slices.Contains(fails, id) && !slices.Contains(tolerated, id) {
+			t.Errorf("%s: unrelated requirement %s failed: %s", name, id, messages(r, []string{id}))
 		}
 	}
 	if code != 1 {
-		t.Errorf("fault %s: exit code %d, want 1", tc.Fault, code)
+		t.Errorf("%s: exit code %d, want 1", name, code)
 	}
+}
+
+// assertWarnsOnly checks that a target breaking a SHOULD gets a warning
+// for exactly that requirement and no failure or error.
+func assertWarnsOnly(t *testing.T, name, url, levels, warns string) {
+	t.Helper()
+	_, r := runProof(t, name, url, levels)
+	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, warns) {
+		t.Errorf("%s: %s not reported as a warning (warnings: %v)", name, warns, warned)
+	}
+	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+		t.Errorf("%s breaks a SHOULD, but the suite reports %v: %s", name, bad, messages(r, bad))
+	}
+}
+
+// assertClean checks that a legal-but-unusual target gets no failure, no
+// error and no warning.
+func assertClean(t *testing.T, name, url, levels string) {
+	t.Helper()
+	_, r := runProof(t, name, url, levels)
+	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
+		t.Errorf("%s is legal but the suite reports %v: %s", name, bad, messages(r, bad))
+	}
+}
+
+// assertFaultCaught runs the suite against a harness with the fault.
+func assertFaultCaught(t *testing.T, tc faultCase, levels string) {
+	t.Helper()
+	url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
+	assertCaught(t, "fault "+string(tc.Fault), url, levels, tc.Fails, tc.Tolerated)
 }
 
 // assertVariantPasses runs the suite against a legal-but-unusual harness.
 func assertVariantPasses(t *testing.T, v refharness.Variant, levels string) {
 	t.Helper()
-	url := harness(t, refharness.Options{Variants: refharness.Variants{v: true}})
-	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", levels)
-	if r == nil {
-		t.Fatalf("variant %s: no report; exit %d:\n%s", v, code, console)
-	}
-	if f := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(f) > 0 {
-		t.Errorf("variant %s is legal but the suite reports %v: %s", v, f, messages(r, f))
-	}
+	assertClean(t, "variant "+string(v), harness(t, refharness.Options{Variants: refharness.Variants{v: true}}), levels)
 }
 
 func messages(r *reports.Report, ids []string) string {
