@@ -1,0 +1,460 @@
+package check
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/receipt"
+)
+
+// Receipt checks (the Receipts level, docs/receipts.md). A receipt is kept
+// as its raw bytes: the hash covers them, so nothing decodes and re-encodes
+// a receipt before the verifier sees it.
+
+// ReceiptList decodes GET /v1/tasks/{id}/receipts: a list envelope whose
+// data items are receipt documents. It returns each item's raw JSON.
+func ReceiptList(resp *client.Response) ([][]byte, error) {
+	if err := Status(resp, 200); err != nil {
+		return nil, err
+	}
+	var l struct {
+		Object any               `json:"object"`
+		Data   []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(resp.Body, &l); err != nil {
+		return nil, fmt.Errorf("%s: not a list envelope: %v%s", resp, err, bodyHint(resp))
+	}
+	if l.Object != "list" || l.Data == nil {
+		return nil, fmt.Errorf("%s: object = %s and data %s, want {\"object\":\"list\",\"data\":[receipts…]}", resp, showValue(l.Object), presence(l.Data != nil))
+	}
+	out := make([][]byte, 0, len(l.Data))
+	for i, d := range l.Data {
+		if t := bytes.TrimSpace(d); len(t) == 0 || t[0] != '{' {
+			return nil, fmt.Errorf("%s: data[%d] is not a JSON object, want a receipt document", resp, i)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func presence(ok bool) string {
+	if ok {
+		return "present"
+	}
+	return "absent"
+}
+
+// Findings returns res's findings of the given classes as one error, or nil.
+// Specs call it once per requirement, each with the classes that
+// requirement is about, so a receipt with one defect fails one requirement.
+func Findings(where string, res receipt.Result, classes ...string) error {
+	var msgs []string
+	for _, f := range res.Findings {
+		if slices.Contains(classes, f.Class) {
+			msgs = append(msgs, f.String())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", where, strings.Join(msgs, "; "))
+}
+
+// SecretFindings splits the verifier's secret findings: credential-named
+// members holding a value (RCPT-REDACT-001), and credential shapes inside
+// strings or private keys (RCPT-REDACT-003).
+func SecretFindings(where string, res receipt.Result) (named, shaped error) {
+	var n, s []string
+	for _, f := range res.Findings {
+		if f.Class != receipt.ClassSecretMaterial {
+			continue
+		}
+		if strings.Contains(f.Message, ": member ") {
+			n = append(n, f.Message)
+		} else {
+			s = append(s, f.Message)
+		}
+	}
+	if len(n) > 0 {
+		named = fmt.Errorf("%s: credential-named members hold values: %s", where, strings.Join(n, "; "))
+	}
+	if len(s) > 0 {
+		shaped = fmt.Errorf("%s: credentials found: %s", where, strings.Join(s, "; "))
+	}
+	return named, shaped
+}
+
+// ReceiptDoc is a decoded receipt, for the checks that read its members.
+type ReceiptDoc map[string]any
+
+// DecodeReceipt decodes a receipt for reading; numbers stay json.Number.
+func DecodeReceipt(raw []byte) (ReceiptDoc, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("receipt is not a JSON object: %v", err)
+	}
+	return m, nil
+}
+
+// Get reads a member by path ("chain", "receipt_hash").
+func (d ReceiptDoc) Get(path ...string) any {
+	var v any = map[string]any(d)
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	return v
+}
+
+// Str reads a string member by path.
+func (d ReceiptDoc) Str(path ...string) string { s, _ := d.Get(path...).(string); return s }
+
+// Label names the receipt in messages.
+func (d ReceiptDoc) Label() string {
+	if id := d.Str("receipt_id"); id != "" {
+		return "receipt " + strconv.Quote(id)
+	}
+	return "receipt"
+}
+
+// FormatMarker checks the schema member (RCPT-SHAPE-002).
+func FormatMarker(d ReceiptDoc) error {
+	if got := d.Get("schema"); got != receipt.Format {
+		return fmt.Errorf("%s: schema = %s, want %q", d.Label(), showValue(got), receipt.Format)
+	}
+	return nil
+}
+
+// Subject checks that a receipt listed for a task vouches for that task or
+// something of it (RCPT-SHAPE-003): subject {object: task, id: the task},
+// {object: outcome, id: its outcome}, or another subject kind whose
+// identifiers name the task.
+func Subject(d ReceiptDoc, task map[string]any) error {
+	obj, id := d.Str("subject", "object"), d.Str("subject", "id")
+	taskID, _ := task["id"].(string)
+	outcomeID, _ := task["outcome_id"].(string)
+	switch obj {
+	case "task":
+		if id == taskID {
+			return nil
+		}
+	case "outcome":
+		if id != "" && id == outcomeID {
+			return nil
+		}
+	case "event", "artifact", "approval", "tool_call", "replay_segment":
+		if id != "" && d.Str("identifiers", "task_id") == taskID {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: subject = {object: %q, id: %q}, want the task %q it is listed under (or its outcome %q, or a part of the task's run)", d.Label(), obj, id, taskID, outcomeID)
+}
+
+// Identifiers checks that the receipt's identifiers name the task's
+// workspace, session and id (RCPT-SHAPE-004).
+func Identifiers(d ReceiptDoc, task map[string]any) error {
+	var errs []string
+	for _, f := range []struct{ member, field string }{{"workspace_ref", "workspace_id"}, {"session_id", "session_id"}, {"task_id", "id"}} {
+		want, _ := task[f.field].(string)
+		if got := d.Get("identifiers", f.member); got != want {
+			errs = append(errs, fmt.Sprintf("identifiers.%s = %s, want %q (the task's %s)", f.member, showValue(got), want, f.field))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// finalStates maps a terminal task status to the receipt's final_state.
+var finalStates = map[string]string{Completed: "SUCCEEDED", Failed: "FAILED", Canceled: "CANCELED"}
+
+// Lifecycle checks final_state against the task's status and that
+// completed_at is not before started_at (RCPT-SHAPE-005).
+func Lifecycle(d ReceiptDoc, taskStatus string) error {
+	var errs []string
+	if want, ok := finalStates[taskStatus]; ok && d.Get("lifecycle", "final_state") != want {
+		errs = append(errs, fmt.Sprintf("lifecycle.final_state = %s, want %q for a %s task", showValue(d.Get("lifecycle", "final_state")), want, taskStatus))
+	}
+	start, err1 := time.Parse(time.RFC3339Nano, strings.ToUpper(d.Str("lifecycle", "started_at")))
+	end, err2 := time.Parse(time.RFC3339Nano, strings.ToUpper(d.Str("lifecycle", "completed_at")))
+	if err1 == nil && err2 == nil && end.Before(start) {
+		errs = append(errs, fmt.Sprintf("lifecycle.completed_at %s is before started_at %s", d.Str("lifecycle", "completed_at"), d.Str("lifecycle", "started_at")))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Determinism checks RCPT-SHAPE-007: "unavailable" comes with a reason, and
+// "byte_deterministic" with at least one replay material.
+func Determinism(d ReceiptDoc) error {
+	mats, _ := d.Get("replay_input", "materials").([]any)
+	switch d.Str("replay_input", "determinism") {
+	case "unavailable":
+		if d.Str("replay_input", "unavailable_reason") == "" {
+			return fmt.Errorf("%s: replay_input.determinism is \"unavailable\" without an unavailable_reason", d.Label())
+		}
+	case "byte_deterministic":
+		if len(mats) == 0 {
+			return fmt.Errorf("%s: replay_input.determinism is \"byte_deterministic\" with no materials to replay from", d.Label())
+		}
+	}
+	return nil
+}
+
+// FailureVisible checks RCPT-SHAPE-008: a FAILED task's receipt says FAILED
+// and carries a failure object.
+func FailureVisible(d ReceiptDoc, taskStatus string) error {
+	if taskStatus != Failed {
+		return nil
+	}
+	if _, ok := d.Get("lifecycle", "failure").(map[string]any); !ok {
+		return fmt.Errorf("%s: the task FAILED but lifecycle.failure is %s, want an object describing the failure", d.Label(), describe(d.Get("lifecycle", "failure")))
+	}
+	return nil
+}
+
+// SameReceipt checks that the document read at GET /v1/receipts/{id} is the
+// receipt itself (RCPT-RES-001) and the one listed for the task: same
+// receipt_id, same canonical bytes.
+func SameReceipt(resp *client.Response, id string, listed []byte) error {
+	if err := Status(resp, 200); err != nil {
+		return err
+	}
+	d, err := DecodeReceipt(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s: %v%s", resp, err, bodyHint(resp))
+	}
+	if d.Get("schema") == nil || d.Get("chain") == nil {
+		return fmt.Errorf("%s: the body has no schema or chain member: want the receipt document itself, not a wrapper around it%s", resp, bodyHint(resp))
+	}
+	if got := d.Str("receipt_id"); got != id {
+		return fmt.Errorf("%s: receipt_id = %q, want %q", resp, got, id)
+	}
+	a, errA := receipt.Canonical(resp.Body)
+	b, errB := receipt.Canonical(listed)
+	if errA == nil && errB == nil && !bytes.Equal(a, b) {
+		return fmt.Errorf("%s: the receipt read by id differs from the one in the task's receipts list (hashes %s and %s)", resp, digestOf(a), digestOf(b))
+	}
+	return nil
+}
+
+func digestOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return receipt.HashPrefix + hex.EncodeToString(s[:])
+}
+
+// ChainLink checks one visible link (RCPT-CHAIN-001): next's
+// previous_receipt_hash is null (a new chain, e.g. per task), the stored
+// hash of prev, or one of known (hashes of other receipts the target
+// issued). It returns the hash next links to when that is none of them.
+func ChainLink(prev, next ReceiptDoc, known map[string]bool) (unresolved string, err error) {
+	chain, _ := next.Get("chain").(map[string]any)
+	link, present := chain["previous_receipt_hash"]
+	if !present {
+		return "", fmt.Errorf("%s: chain.previous_receipt_hash is absent, want null or the hash of an earlier receipt", next.Label())
+	}
+	s, ok := link.(string)
+	switch {
+	case link == nil:
+		return "", nil
+	case !ok:
+		return "", fmt.Errorf("%s: chain.previous_receipt_hash is %s, want null or a sha256: hash", next.Label(), describe(link))
+	case s == prev.Str("chain", "receipt_hash") || known[s]:
+		return "", nil
+	}
+	return s, nil
+}
+
+// VerifyAnswer is a decoded POST /v1/receipts/{id}/verify answer.
+type VerifyAnswer struct {
+	Valid  bool
+	Reason string
+}
+
+// Verification checks the verify API's answer shape (RCPT-VERIFY-001): 200
+// with a boolean valid, an RFC 3339 checked_at, and a reason when valid
+// is false.
+func Verification(resp *client.Response) (VerifyAnswer, error) {
+	var a VerifyAnswer
+	if err := Status(resp, 200); err != nil {
+		return a, err
+	}
+	m, err := resp.Object()
+	if err != nil {
+		return a, err
+	}
+	var errs []string
+	v, ok := m["valid"].(bool)
+	if !ok {
+		errs = append(errs, fmt.Sprintf("valid is %s, want a boolean", describe(m["valid"])))
+	}
+	a.Valid = v
+	if at, ok := m["checked_at"].(string); !ok {
+		errs = append(errs, fmt.Sprintf("checked_at is %s, want an RFC 3339 timestamp", describe(m["checked_at"])))
+	} else if err := Timestamp(at); err != nil {
+		errs = append(errs, "checked_at: "+err.Error())
+	}
+	a.Reason, _ = m["reason"].(string)
+	if ok && !v && strings.TrimSpace(a.Reason) == "" {
+		errs = append(errs, fmt.Sprintf("valid is false but reason is %s, want a string saying why", describe(m["reason"])))
+	}
+	return a, findings(resp, "verification", errs)
+}
+
+// Agrees checks that the verify API's verdict matches the suite's own
+// verification of the same receipt (RCPT-VERIFY-002).
+func Agrees(resp *client.Response, a VerifyAnswer, ours receipt.Result) error {
+	switch {
+	case a.Valid && !ours.Valid():
+		return fmt.Errorf("%s: the target says valid, but the receipt fails verification: %s", resp, joinFindings(ours.Findings))
+	case !a.Valid && ours.Valid():
+		return fmt.Errorf("%s: the target says invalid (%q), but the receipt passes every check the suite can make", resp, a.Reason)
+	}
+	return nil
+}
+
+func joinFindings(fs []receipt.Finding) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// NoCanary checks that body does not hold the canary value, as written or
+// in base64 (what a careless issuer would inline as replay bytes). The
+// message never repeats the canary.
+func NoCanary(where string, body []byte, canary string) error {
+	if canary == "" {
+		return nil
+	}
+	for _, form := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), base64.RawURLEncoding.EncodeToString([]byte(canary))} {
+		if i := bytes.Index(body, []byte(form)); i >= 0 {
+			return fmt.Errorf("%s carries the canary secret the task used (at byte %d of %d)", where, i, len(body))
+		}
+	}
+	return nil
+}
+
+// Redactions checks RCPT-REDACT-005 on one receipt: every redactions entry
+// names a JSON pointer whose container still exists in the receipt (the
+// structure is kept), says why, and carries a proof hash; and when the run used a
+// secret (canary != ""), one entry's proof_hash is SHA-256 of it.
+func Redactions(d ReceiptDoc, canary string) error {
+	reds, _ := d.Get("redactions").([]any)
+	var errs []string
+	proved := false
+	want := ""
+	if canary != "" {
+		sum := sha256.Sum256([]byte(canary))
+		want = receipt.HashPrefix + hex.EncodeToString(sum[:])
+	}
+	for i, r := range reds {
+		m, _ := r.(map[string]any)
+		field, _ := m["field"].(string)
+		// The redacted member may be gone or replaced by a marker, but what
+		// held it stays, so a reader sees where content existed.
+		if _, ok := resolvePointer(map[string]any(d), parentPointer(field)); !ok || !strings.HasPrefix(field, "/") {
+			errs = append(errs, fmt.Sprintf("redactions[%d].field %q does not point into the receipt: the object or array that held the redacted content is gone", i, field))
+		}
+		if s, _ := m["reason"].(string); strings.TrimSpace(s) == "" {
+			errs = append(errs, fmt.Sprintf("redactions[%d] has no reason", i))
+		}
+		ph, _ := m["proof_hash"].(string)
+		if ph == "" {
+			errs = append(errs, fmt.Sprintf("redactions[%d] (%q) has no proof_hash", i, field))
+		}
+		if want != "" && ph == want {
+			proved = true
+		}
+	}
+	if canary != "" && !proved {
+		errs = append(errs, fmt.Sprintf("the task used a secret, but no redactions entry carries its proof hash (%d entries)", len(reds)))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// parentPointer drops a pointer's last token.
+func parentPointer(ptr string) string {
+	if i := strings.LastIndex(ptr, "/"); i > 0 {
+		return ptr[:i]
+	}
+	return ""
+}
+
+// resolvePointer follows an RFC 6901 JSON pointer.
+func resolvePointer(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
+	}
+	v := doc
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[tok]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// ArtifactDigest checks RCPT-REF-004's second half: an artifact listed in
+// final_artifacts with a sha256 has that content hash (the Artifact's
+// sha256 is bare hex; a "sha256:" spelling is read the same).
+func ArtifactDigest(d ReceiptDoc, entry map[string]any, artifact map[string]any) error {
+	want, _ := entry["sha256"].(string)
+	if want == "" {
+		return nil
+	}
+	got, _ := artifact["sha256"].(string)
+	if strings.TrimPrefix(got, receipt.HashPrefix) != strings.TrimPrefix(want, receipt.HashPrefix) {
+		return fmt.Errorf("%s: final_artifacts names artifact %v with %s, but the artifact's sha256 is %s", d.Label(), entry["artifact_id"], want, showValue(artifact["sha256"]))
+	}
+	return nil
+}
+
+// ReceiptOf checks that a receipt reached through a reference is about the
+// task (or, for session-wide references, the session) the reference came
+// from (RCPT-REF-001..004).
+func ReceiptOf(what string, d ReceiptDoc, taskID, sessionID string) error {
+	if taskID != "" && (d.Str("identifiers", "task_id") == taskID || d.Str("subject", "id") == taskID) {
+		return nil
+	}
+	if taskID == "" && sessionID != "" && d.Str("identifiers", "session_id") == sessionID {
+		return nil
+	}
+	return fmt.Errorf("%s resolves to %s about task %q (session %q), want a receipt of task %q (session %q)", what, d.Label(),
+		d.Str("identifiers", "task_id"), d.Str("identifiers", "session_id"), taskID, sessionID)
+}
