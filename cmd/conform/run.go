@@ -14,6 +14,7 @@ import (
 
 	// The suites register their specs by import.
 	_ "github.com/harn-conform/conform/suites/core"
+	_ "github.com/harn-conform/conform/suites/receipts"
 )
 
 const protocolVersion = config.ProtocolVersion
