@@ -48,6 +48,35 @@ var _ = Describe("Receipt fixtures", suite.Offline, func() {
 		}
 	})
 
+	It("keeps a batch root inside the hashed bytes and checks it only against a stated root", suite.Req("RCPT-CHAIN-002"), func() {
+		raw, err := receipts.Read("valid/task-completed.json")
+		suite.Must("RCPT-CHAIN-002", err)
+		var m map[string]any
+		suite.Must("RCPT-CHAIN-002", json.Unmarshal(raw, &m))
+		root, _ := m["chain"].(map[string]any)["merkle_root"].(string)
+		if root == "" {
+			suite.Must("RCPT-CHAIN-002", fmt.Errorf("valid/task-completed.json has no chain.merkle_root to check"))
+		}
+		other := receipt.HashPrefix + strings.Repeat("ab", 32)
+		for _, tc := range []struct {
+			opts receipt.Options
+			want []string
+		}{
+			{receipt.Options{}, nil},
+			{receipt.Options{MerkleRoot: root}, nil},
+			{receipt.Options{MerkleRoot: other}, []string{receipt.ClassMerkleMismatch}},
+		} {
+			if got := receipt.Verify(raw, tc.opts).Classes(); !slices.Equal(got, tc.want) {
+				suite.Check("RCPT-CHAIN-002", fmt.Errorf("batch root %q: findings %v, want %v", tc.opts.MerkleRoot, got, tc.want))
+			}
+		}
+		m["chain"].(map[string]any)["merkle_root"] = other
+		edited, _ := json.Marshal(m)
+		if got := receipt.Verify(edited, receipt.Options{}).Classes(); !slices.Equal(got, []string{receipt.ClassHashMismatch}) {
+			suite.Check("RCPT-CHAIN-002", fmt.Errorf("changing merkle_root after sealing gives findings %v, want exactly [%s]: the root is hashed", got, receipt.ClassHashMismatch))
+		}
+	})
+
 	It("leaves signatures out of the canonical bytes and the hash", suite.Req("RCPT-DELTA-002"), func() {
 		raw, err := receipts.Read("valid/signed.json")
 		suite.Must("RCPT-DELTA-002", err)
