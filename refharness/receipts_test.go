@@ -252,3 +252,110 @@ func TestUseSecretNeedsASecret(t *testing.T) {
 		"metadata": map[string]any{"conform.scenario": map[string]any{"steps": []any{step("use_secret", "secret", "short")}}}})
 	wantError(t, r, 400, "invalid_request", "metadata.conform.scenario.steps[0].secret")
 }
+
+// FuzzVerifyBody sends arbitrary bodies to POST /v1/receipts/{id}/verify,
+// seeded with edits of a real receipt: the harness never fails with a 5xx,
+// answers 200 with a boolean verdict or a 400 error envelope, and never
+// calls a copy valid unless it is canonically the issued receipt.
+func FuzzVerifyBody(f *testing.F) {
+	s, err := New(Options{APIKeys: map[string]string{testKey: "actor_default"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	h := &harness{s: s}
+	// The receipt is made by the first input (a harness helper needs a *testing.T).
+	var rid string
+	var canon []byte
+	setup := func(t *testing.T) {
+		h.t = t
+		if rid != "" {
+			return
+		}
+		raw := h.receiptsOf(h.runTask(h.session(), nil, StatusCompleted))[0]
+		rid = field(raw, "receipt_id").(string)
+		var err error
+		if canon, err = receipt.Canonical(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Seeds: the real receipt and edits of it are spliced in by the marker.
+	const real = "@RECEIPT@"
+	f.Add(`{"receipt":` + real + `}`)
+	f.Add(`{"receipt":` + real + `,"at_time":null}`)
+	f.Add(`{"trust_anchor":null,"at_time":"2026-04-25T00:00:00Z"}`)
+	f.Add(`{"receipt":[]}`)
+	f.Add(`{"receipt":{"receipt_id":7,"chain":7}}`)
+	f.Add(`{"receipt":{"a":1,"a":2}}`)
+	f.Add(``)
+	f.Fuzz(func(t *testing.T, body string) {
+		setup(t)
+		if strings.Contains(body, real) {
+			raw, _ := h.s.receiptBytes(rid)
+			body = strings.Replace(body, real, string(raw), 1)
+		}
+		r := h.do("POST", "/v1/receipts/"+rid+"/verify", body)
+		switch r.Code {
+		case 200:
+			valid, ok := r.Body["valid"].(bool)
+			if !ok || r.str("checked_at") == "" {
+				t.Fatalf("200 without a verdict: %s", r.Raw)
+			}
+			if valid {
+				var b struct {
+					Receipt json.RawMessage `json:"receipt"`
+				}
+				if json.Unmarshal([]byte(body), &b) == nil && len(b.Receipt) > 0 && string(b.Receipt) != "null" {
+					if c, err := receipt.Canonical(b.Receipt); err != nil || string(c) != string(canon) {
+						t.Fatalf("a copy that is not the issued receipt verifies: %s", body)
+					}
+				}
+			} else if r.str("reason") == "" {
+				t.Fatalf("invalid without a reason: %s", r.Raw)
+			}
+		case 400:
+			if _, ok := r.Body["error"].(map[string]any); !ok {
+				t.Fatalf("400 without an error envelope: %s", r.Raw)
+			}
+		default:
+			t.Fatalf("status %d: %s", r.Code, r.Raw)
+		}
+	})
+}
+
+// receiptBytes returns a stored receipt, for tests.
+func (s *Server) receiptBytes(id string) ([]byte, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.st.rc.get(id)
+	if !ok {
+		return nil, false
+	}
+	return []byte(r.Raw), true
+}
+
+// BenchmarkIssueReceipt measures building, sealing and signing one receipt
+// for a task that emitted messages, produced an artifact and used a secret:
+// the cost a terminal transition pays for its receipt.
+func BenchmarkIssueReceipt(b *testing.B) {
+	t := &testing.T{} // the harness helpers want a *testing.T; setup failures would end the benchmark
+	s, err := New(Options{APIKeys: map[string]string{testKey: "actor_default"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	h := &harness{t: t, s: s}
+	id := h.runTask(h.session(), []map[string]any{step("emit", "count", 5), step("artifact", "content", "x"),
+		step("use_secret", "secret", canary)}, StatusCompleted)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	task, _ := s.st.tasks.get(id)
+	b.ReportAllocs()
+	for b.Loop() {
+		cp := *task
+		o := &Outcome{Envelope: Envelope{ID: "outcome_bench"}, Artifacts: []*Artifact{}}
+		if err := s.issueReceiptLocked(&commit{}, &cp, o, &Event{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
