@@ -159,6 +159,12 @@ const (
 	FaultReceiptUnknownField   Fault = "receipt-unknown-field"       // receipts carry a top-level member the closed schema forbids
 	FaultRedactionWithoutProof Fault = "redaction-without-proof"     // redactions entries lack proof_hash
 	FaultReceiptEventNoID      Fault = "receipt-event-no-id"         // receipt.issued events do not say which receipt
+	FaultReceiptWrongState     Fault = "receipt-wrong-final-state"   // every receipt says final_state SUCCEEDED
+	FaultReceiptWrongIDs       Fault = "receipt-wrong-identifiers"   // identifiers.workspace_ref names another workspace
+	FaultReceiptWrongSubject   Fault = "receipt-wrong-subject"       // subject names the task's session as if it were the task
+	FaultReceiptUpperHash      Fault = "receipt-hash-uppercase"      // receipt hashes are written in upper-case hex (and signed so)
+	FaultEventLeaksSecret      Fault = "event-leaks-secret"          // a use_secret step's secret appears in its tool.requested event
+	FaultReceiptLeaksAPIKey    Fault = "receipt-leaks-api-key"       // receipts name the API key of the task's creator in metadata
 )
 
 // AllFaults lists every fault, for tests that iterate them.
@@ -180,7 +186,8 @@ func AllFaults() []Fault {
 		FaultEventByIDDiffers, FaultIdempotencyKeyLength,
 		FaultReceiptHashCorrupt, FaultReceiptChainBroken, FaultReceiptWrongKey, FaultReceiptLeaksSecret,
 		FaultReceiptRefDropped, FaultVerifyAlwaysValid, FaultReceiptUnknownField, FaultRedactionWithoutProof,
-		FaultReceiptEventNoID,
+		FaultReceiptEventNoID, FaultReceiptWrongState, FaultReceiptWrongIDs, FaultReceiptWrongSubject,
+		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -243,6 +244,9 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	run := s.gatherRunLocked(t)
 	now := s.now()
 	final := map[string]string{StatusCompleted: "SUCCEEDED", StatusFailed: "FAILED", StatusCanceled: "CANCELED"}[t.Status]
+	if s.opts.Faults.Has(FaultReceiptWrongState) {
+		final = "SUCCEEDED"
+	}
 	started := t.CreatedAt
 	if t.StartedAt != nil {
 		started = *t.StartedAt
@@ -272,6 +276,13 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		failure = map[string]any{"code": t.Failure.Code, "message": t.Failure.Message}
 	}
 	identifiers := map[string]any{"workspace_ref": t.WorkspaceID, "session_id": t.SessionID, "task_id": t.ID}
+	if s.opts.Faults.Has(FaultReceiptWrongIDs) {
+		identifiers["workspace_ref"] = "workspace_elsewhere"
+	}
+	subject := map[string]any{"object": "task", "id": t.ID}
+	if s.opts.Faults.Has(FaultReceiptWrongSubject) {
+		subject["id"] = t.SessionID
+	}
 	if t.PersonaID != nil {
 		identifiers["persona_ref"] = *t.PersonaID
 	}
@@ -326,7 +337,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	doc := map[string]any{
 		"schema":     receipt.Format,
 		"receipt_id": id,
-		"subject":    map[string]any{"object": "task", "id": t.ID},
+		"subject":    subject,
 		"issuer": map[string]any{"id": issuerID, "kind": "harness", "name": "conform reference harness",
 			"version": ProtocolVersion, "public_key_id": s.rkey.id},
 		"issued_at":   now,
@@ -358,6 +369,14 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	if s.opts.Faults.Has(FaultReceiptUnknownField) {
 		doc["x_conform_note"] = "a top-level member the closed receipt schema does not allow"
 	}
+	if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) {
+		for key, actor := range s.opts.APIKeys {
+			if actor == t.CreatedBy {
+				doc["metadata"].(map[string]any)["note"] = "issued for the client holding " + key
+				break
+			}
+		}
+	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return err
@@ -377,6 +396,11 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	hash, err := receipt.Hash(sealed)
 	if err != nil {
 		return err
+	}
+	if s.opts.Faults.Has(FaultReceiptUpperHash) {
+		if sealed, hash, err = upperHash(sealed, hash, signer); err != nil {
+			return err
+		}
 	}
 	if s.opts.Faults.Has(FaultReceiptHashCorrupt) {
 		// Changed after sealing: the stored hash and signature cover the
@@ -463,15 +487,37 @@ func (s *Server) useSecret(ctx context.Context, id string, st scenario.Step) boo
 		return false
 	}
 	callID := s.freshID("toolcall")
+	credential := "[REDACTED]"
+	if s.opts.Faults.Has(FaultEventLeaksSecret) {
+		credential = st.Secret
+	}
 	ev := func(kind string, p map[string]any) *Event {
 		p["tool_call_id"], p["name"] = callID, tool
 		return s.newEvent(kind, Pointer{"task", id}, p, t.WorkspaceID, t.SessionID, id, agentActor)
 	}
 	cm := &commit{Events: []*Event{
-		ev("tool.requested", map[string]any{"input": map[string]any{"api_key": "[REDACTED]"}, "credential": "[REDACTED]"}),
+		ev("tool.requested", map[string]any{"input": map[string]any{"api_key": "[REDACTED]"}, "credential": credential}),
 		ev("tool.completed", map[string]any{"output": map[string]any{"ok": true}, "status": "ok"}),
 	}}
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
 	return err == nil && s.wait(seq) == nil
+}
+
+// upperHash is FaultReceiptUpperHash: the stored hash in upper-case hex,
+// signed as written, so only its spelling is wrong.
+func upperHash(sealed []byte, hash string, signer receipt.Signer) ([]byte, string, error) {
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(sealed)))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, "", err
+	}
+	upper := receipt.HashPrefix + strings.ToUpper(strings.TrimPrefix(hash, receipt.HashPrefix))
+	m["chain"].(map[string]any)["receipt_hash"] = upper
+	for _, sig := range m["signatures"].([]any) {
+		sig.(map[string]any)["signature"] = receipt.SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(signer.Key, receipt.SignedBytes(upper)))
+	}
+	b, err := json.Marshal(m)
+	return b, upper, err
 }

@@ -42,6 +42,9 @@ func findings(raw []byte, opts receipt.Options, classes ...string) error {
 	return nil
 }
 
+// receiptMembers are the top-level members the receipt schema allows.
+const receiptMembers = " schema receipt_id subject issuer issued_at identifiers lifecycle approvals trust autonomy_budget replay_input model_route cost side_effects final_artifacts deltas chain redactions signatures metadata "
+
 var receiptProbes = map[Fault]probe{
 	FaultReceiptHashCorrupt: func(p *probeEnv) error {
 		raw, err := p.firstReceipt()
@@ -109,7 +112,14 @@ var receiptProbes = map[Fault]probe{
 		if err != nil {
 			return err
 		}
-		return findings(raw, receipt.Options{}, receipt.ClassSchemaInvalid)
+		var top map[string]json.RawMessage
+		json.Unmarshal(raw, &top)
+		for k := range top {
+			if !strings.Contains(receiptMembers, " "+k+" ") {
+				return fmt.Errorf("top-level member %q is not in the closed receipt schema", k)
+			}
+		}
+		return nil
 	},
 	FaultRedactionWithoutProof: func(p *probeEnv) error {
 		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
@@ -123,6 +133,59 @@ var receiptProbes = map[Fault]probe{
 					return fmt.Errorf("redaction %v has no proof_hash", m)
 				}
 			}
+		}
+		return nil
+	},
+	FaultReceiptWrongState: func(p *probeEnv) error {
+		id := p.runTask(p.sess, []map[string]any{step("fail", "code", "boom")}, StatusFailed)
+		for _, r := range p.receiptsOf(id) {
+			if got := field(r, "lifecycle", "final_state"); got != "FAILED" {
+				return fmt.Errorf("a FAILED task's receipt says final_state %v", got)
+			}
+		}
+		return nil
+	},
+	FaultReceiptWrongIDs: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if got, want := field(raw, "identifiers", "workspace_ref"), p.do("GET", "/v1/sessions/"+p.sess, nil).str("workspace_id"); got != want {
+			return fmt.Errorf("identifiers.workspace_ref = %v, want %s", got, want)
+		}
+		return nil
+	},
+	FaultReceiptWrongSubject: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if got := field(raw, "subject", "id"); got != p.task {
+			return fmt.Errorf("subject.id = %v, want the task %s", got, p.task)
+		}
+		return nil
+	},
+	FaultReceiptUpperHash: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		return findings(raw, receipt.Options{}, receipt.ClassHashPattern)
+	},
+	FaultEventLeaksSecret: func(p *probeEnv) error {
+		p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		if r := p.do("GET", "/v1/sessions/"+p.sess+"/events?limit=200", nil); strings.Contains(string(r.Raw), canary) {
+			return errors.New("the session's events carry the canary secret")
+		}
+		return nil
+	},
+	FaultReceiptLeaksAPIKey: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(raw), testKey) {
+			return errors.New("the receipt carries the API key")
 		}
 		return nil
 	},

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
@@ -20,6 +25,14 @@ var receiptFaults = []faultCase{
 	{Fault: refharness.FaultVerifyAlwaysValid, Fails: []string{"RCPT-VERIFY-002"}},
 	{Fault: refharness.FaultReceiptUnknownField, Fails: []string{"RCPT-SHAPE-001"}, Tolerated: []string{"RCPT-REDACT-006"}},
 	{Fault: refharness.FaultReceiptEventNoID, Fails: []string{"RCPT-EVENT-002"}},
+	{Fault: refharness.FaultReceiptWrongState, Fails: []string{"RCPT-SHAPE-005"}},
+	{Fault: refharness.FaultReceiptWrongIDs, Fails: []string{"RCPT-SHAPE-004"}},
+	{Fault: refharness.FaultReceiptWrongSubject, Fails: []string{"RCPT-SHAPE-003"}},
+	// The schema states the hash pattern too.
+	{Fault: refharness.FaultReceiptUpperHash, Fails: []string{"RCPT-HASH-002", "RCPT-SHAPE-001"}, Tolerated: []string{"RCPT-REDACT-006"}},
+	{Fault: refharness.FaultEventLeaksSecret, Fails: []string{"RCPT-REDACT-007"}},
+	// The self-check key happens to have the sk- shape the secret scan knows.
+	{Fault: refharness.FaultReceiptLeaksAPIKey, Fails: []string{"RCPT-REDACT-002"}, Tolerated: []string{"RCPT-REDACT-003"}},
 }
 
 func TestReceiptFaultsCaught(t *testing.T) {
@@ -30,6 +43,97 @@ func TestReceiptFaultsCaught(t *testing.T) {
 		t.Run(string(tc.Fault), func(t *testing.T) {
 			t.Parallel()
 			assertFaultCaught(t, tc, "receipts")
+		})
+	}
+}
+
+// Receipt behaviour broken by a middleware in front of the reference
+// Harness: surfaces around the receipts (reads, references, the verify
+// answer, the bytes on the wire) rather than the receipts it issues.
+var receiptWrapFaults = []wrapFault{
+	// A reference followed through the wrapper reads no identifiers either.
+	{Name: "receipt-in-envelope", Wrap: rewritingRaw(receiptByID, func(b []byte) []byte {
+		return append(append([]byte(`{"object":"receipt","format":"receipt-2026-04-25","receipt":`), bytes.TrimSpace(b)...), '}')
+	}), Fails: []string{"RCPT-RES-001"}, Tolerated: []string{"RCPT-REF-001", "RCPT-REF-002", "RCPT-REF-003"}},
+	{Name: "task-receipts-empty", Wrap: rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/receipts") {
+			m["data"] = []any{}
+		}
+	}), Fails: []string{"RCPT-RES-002"}},
+	{Name: "unknown-receipt-200", Wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			if strings.HasPrefix(r.URL.Path, "/v1/receipts/") && rec.Code == http.StatusNotFound {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{}`))
+				return
+			}
+			copyRecorded(w, rec, rec.Body.Bytes())
+		})
+	}, Fails: []string{"RCPT-RES-003"}},
+	{Name: "verify-without-checked-at", Wrap: rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/verify") {
+			delete(m, "checked_at")
+		}
+	}), Fails: []string{"RCPT-VERIFY-001"}},
+	{Name: "outcome-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "outcome", func(m map[string]any) { m["receipt_id"] = "receipt_dangling" })
+	}), Fails: []string{"RCPT-REF-002"}},
+	{Name: "task-event-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "event", func(m map[string]any) {
+			if kind, _ := m["event"].(string); strings.HasPrefix(kind, "task.") && m["receipt_id"] != nil {
+				m["receipt_id"] = "receipt_dangling"
+			}
+		})
+	}), Fails: []string{"RCPT-REF-003"}},
+	{Name: "artifact-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
+		eachObject(v, "artifact", func(m map[string]any) { m["receipt_id"] = "receipt_dangling" })
+	}), Fails: []string{"RCPT-REF-004"}},
+	// Not I-JSON: the suite's verifier refuses it, the target's (reading
+	// its own copy) does not.
+	{Name: "receipt-duplicate-member", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(`"schema":"receipt-2026-04-25"`), []byte(`"schema":"receipt-2026-04-25","schema":"receipt-2026-04-25"`))
+	}), Fails: []string{"RCPT-HASH-003"}, Tolerated: []string{"RCPT-VERIFY-002"}},
+}
+
+var (
+	receiptByID    = regexp.MustCompile(`^/v1/receipts/[^/]+$`)
+	anyReceiptRead = regexp.MustCompile(`^/v1/(receipts/[^/]+|tasks/[^/]+/receipts)$`)
+)
+
+// rewritingRaw rewrites the raw body of successful GETs whose path matches.
+func rewritingRaw(paths *regexp.Regexp, f func([]byte) []byte) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			if r.Method == http.MethodGet && rec.Code == http.StatusOK && paths.MatchString(r.URL.Path) && r.URL.Path != "/v1/receipts/keys" {
+				body = f(body)
+			}
+			copyRecorded(w, rec, body)
+		})
+	}
+}
+
+func copyRecorded(w http.ResponseWriter, rec *httptest.ResponseRecorder, body []byte) {
+	for k, vs := range rec.Header() {
+		w.Header()[k] = vs
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	w.Write(body)
+}
+
+func TestReceiptWrappedFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	for _, tc := range receiptWrapFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			assertCaught(t, tc.Name, wrappedHarness(t, tc.Wrap), "receipts", tc.Fails, tc.Tolerated)
 		})
 	}
 }
@@ -91,7 +195,9 @@ func receiptFault(f refharness.Fault) bool {
 	switch f {
 	case refharness.FaultReceiptHashCorrupt, refharness.FaultReceiptChainBroken, refharness.FaultReceiptWrongKey,
 		refharness.FaultReceiptLeaksSecret, refharness.FaultReceiptRefDropped, refharness.FaultVerifyAlwaysValid,
-		refharness.FaultReceiptUnknownField, refharness.FaultRedactionWithoutProof, refharness.FaultReceiptEventNoID:
+		refharness.FaultReceiptUnknownField, refharness.FaultRedactionWithoutProof, refharness.FaultReceiptEventNoID,
+		refharness.FaultReceiptWrongState, refharness.FaultReceiptWrongIDs, refharness.FaultReceiptWrongSubject,
+		refharness.FaultReceiptUpperHash, refharness.FaultEventLeaksSecret, refharness.FaultReceiptLeaksAPIKey:
 		return true
 	}
 	return false
