@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,12 +62,17 @@ func Build(in Input, gr types.Report) *Report {
 		}
 		o := outcome(in, sr)
 		for _, e := range sr.ReportEntries {
-			if e.Name == evidence.EntryLatency {
+			switch e.Name {
+			case evidence.EntryLatency:
 				samples, err := evidence.Decode[[]evidence.LatencySample](e)
 				if err == nil {
 					for _, s := range samples {
 						lat[s.Op] = append(lat[s.Op], s.MS)
 					}
+				}
+			case evidence.EntryNote:
+				if n, err := evidence.Decode[string](e); err == nil && !slices.Contains(r.Notes, n) {
+					r.Notes = append(r.Notes, n)
 				}
 			}
 		}

@@ -148,3 +148,18 @@ func CardAgrees(resp *client.Response, card, discovery map[string]any) error {
 	}
 	return findings(resp, "agent card", errs)
 }
+
+// UpstreamCardNote says how a card compares with the shape the upstream
+// runner expects (object "agent_card" with an interfaces array). No server
+// can satisfy both shapes, so this is information for the reader, never a
+// verdict (wire-contract ruling 2).
+func UpstreamCardNote(card map[string]any) string {
+	_, hasInterfaces := card["interfaces"].([]any)
+	switch {
+	case card["object"] == "agent_card":
+		return "agent card: the card uses the upstream runner's shape (object \"agent_card\"); the narrative spec's HarnAgentCard (object \"harn_agent_card\") is what CORE-CARD-001 checks"
+	case !hasInterfaces:
+		return "agent card: the upstream conformance runner would expect object \"agent_card\" with an interfaces array; this card follows the narrative spec's HarnAgentCard instead, which is what conform checks (informational)"
+	}
+	return ""
+}

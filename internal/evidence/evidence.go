@@ -18,6 +18,7 @@ const (
 	EntryVerdict     = "conform.verdict"
 	EntryTranscript  = "conform.transcript"
 	EntryLatency     = "conform.latency"
+	EntryNote        = "conform.note" // informational, never a verdict
 )
 
 // Verdict values a spec records beyond pass (which is implied).

@@ -264,3 +264,9 @@ func Do(ctx context.Context, req client.Request, reqs ...string) *client.Respons
 	Transport(err, reqs...)
 	return resp
 }
+
+// Note records an informational finding for the report's notes: something
+// a reader should know that is not a verdict on any requirement.
+func Note(msg string) {
+	AddReportEntry(evidence.EntryNote, Env().Redactor.String(msg), ReportEntryVisibilityNever)
+}

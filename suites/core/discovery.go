@@ -25,6 +25,9 @@ var _ = Describe("Discovery", func() {
 		card, err := resp.Object()
 		suite.Must("CORE-CARD-001", err)
 		suite.Check("CORE-CARD-001", check.AgentCard(resp, card, suite.Env().Discovery.SupportedVersions))
+		if n := check.UpstreamCardNote(card); n != "" {
+			suite.Note(n)
+		}
 		suite.Check("CORE-READ-002", check.Timestamps(resp, card))
 		suite.Should("CORE-CARD-002", check.A2ACard(resp, card))
 		if raw := suite.Env().Discovery.Raw; raw != nil {
