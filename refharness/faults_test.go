@@ -502,6 +502,7 @@ func TestProbesPassOnCleanServerAndVariants(t *testing.T) {
 func TestEachFaultBreaksExactlyItsProbe(t *testing.T) {
 	for _, f := range AllFaults() {
 		t.Run(string(f), func(t *testing.T) {
+			t.Parallel() // N² harnesses: use every core
 			for _, g := range AllFaults() {
 				err := probes[g](newProbeEnv(t, Options{Faults: Faults{f: true}}))
 				switch {

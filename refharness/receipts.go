@@ -146,7 +146,8 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 	run := &taskRun{inputTokens: len(strings.Fields(inputText(t.Input)))}
 	run.materials = append(run.materials, map[string]any{"id": "task_input:" + t.ID, "kind": "host_fact",
 		"content_type": "application/json", "uri": "/v1/tasks/" + t.ID + "#input", "sha256": jsonProof(t.Input)})
-	secrets := scenarioSecrets(t.Metadata)
+	var secrets []string
+	secretsRead := false
 	calls := map[string]map[string]any{}
 	for _, pos := range s.st.byTask[t.ID] {
 		e, ok := s.st.event(pos)
@@ -164,6 +165,9 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 			id, _ := e.Payload["tool_call_id"].(string)
 			name, _ := e.Payload["name"].(string)
 			call := map[string]any{"tool": name, "call_id": id, "status": "canceled", "input_hash": jsonProof(e.Payload["input"])}
+			if _, used := e.Payload["credential"]; used && !secretsRead {
+				secrets, secretsRead = scenarioSecrets(t.Metadata), true // parsed only for tasks that used one
+			}
 			if _, used := e.Payload["credential"]; used && len(secrets) > 0 {
 				secret := secrets[0]
 				secrets = secrets[1:]
@@ -393,7 +397,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	if err != nil {
 		return err
 	}
-	hash, err := receipt.Hash(sealed)
+	hash, err := sealedHash(sealed)
 	if err != nil {
 		return err
 	}
@@ -520,4 +524,17 @@ func upperHash(sealed []byte, hash string, signer receipt.Signer) ([]byte, strin
 	}
 	b, err := json.Marshal(m)
 	return b, upper, err
+}
+
+// sealedHash reads the hash Seal stored, without canonicalizing again.
+func sealedHash(sealed []byte) (string, error) {
+	var r struct {
+		Chain struct {
+			ReceiptHash string `json:"receipt_hash"`
+		} `json:"chain"`
+	}
+	if err := json.Unmarshal(sealed, &r); err != nil || r.Chain.ReceiptHash == "" {
+		return "", fmt.Errorf("sealed receipt has no chain.receipt_hash (%v)", err)
+	}
+	return r.Chain.ReceiptHash, nil
 }
