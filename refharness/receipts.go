@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -165,23 +164,14 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 			id, _ := e.Payload["tool_call_id"].(string)
 			name, _ := e.Payload["name"].(string)
 			call := map[string]any{"tool": name, "call_id": id, "status": "canceled", "input_hash": jsonProof(e.Payload["input"])}
-			if _, used := e.Payload["credential"]; used && !secretsRead {
-				secrets, secretsRead = scenarioSecrets(t.Metadata), true // parsed only for tasks that used one
-			}
-			if _, used := e.Payload["credential"]; used && len(secrets) > 0 {
-				secret := secrets[0]
-				secrets = secrets[1:]
-				value := "[REDACTED]"
-				if s.opts.Faults.Has(FaultReceiptLeaksSecret) {
-					value = secret
+			if _, used := e.Payload["credential"]; used {
+				if !secretsRead { // parsed only for tasks that used a secret
+					secrets, secretsRead = scenarioSecrets(t.Metadata), true
 				}
-				call["metadata"] = map[string]any{"api_key": value}
-				red := map[string]any{"field": fmt.Sprintf("/side_effects/tool_calls/%d/metadata/api_key", len(run.tools)),
-					"reason": "secret credential used by the tool call; only its proof hash is kept"}
-				if !s.opts.Faults.Has(FaultRedactionWithoutProof) {
-					red["proof_hash"] = sha256Proof([]byte(secret))
+				if len(secrets) > 0 {
+					run.redactSecret(call, secrets[0], s.opts.Faults)
+					secrets = secrets[1:]
 				}
-				run.redactions = append(run.redactions, red)
 			}
 			calls[id] = call
 			run.tools = append(run.tools, call)
@@ -209,6 +199,22 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 		}
 	}
 	return run
+}
+
+// redactSecret records a secret the tool call used: a marker where the
+// credential went, and a redactions entry with its proof hash.
+func (run *taskRun) redactSecret(call map[string]any, secret string, faults Faults) {
+	value := "[REDACTED]"
+	if faults.Has(FaultReceiptLeaksSecret) {
+		value = secret
+	}
+	call["metadata"] = map[string]any{"api_key": value}
+	red := map[string]any{"field": fmt.Sprintf("/side_effects/tool_calls/%d/metadata/api_key", len(run.tools)),
+		"reason": "secret credential used by the tool call; only its proof hash is kept"}
+	if !faults.Has(FaultRedactionWithoutProof) {
+		red["proof_hash"] = sha256Proof([]byte(secret))
+	}
+	run.redactions = append(run.redactions, red)
 }
 
 func str(v any) string { s, _ := v.(string); return s }
@@ -269,7 +275,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		}
 	}
 	micro := run.inputTokens*microUSDPerInputToken + run.outputTokens*microUSDPerOutputToken
-	usd := math.Round(float64(micro)) / 1e6
+	usd := float64(micro) / 1e6
 	model := "echo-agent"
 	if _, ok := t.Metadata[scenario.Key]; ok {
 		model = "scenario-agent"
