@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/harn-conform/conform/internal/receipt"
 )
@@ -223,6 +224,11 @@ func (s *Server) listTaskReceipts(w http.ResponseWriter, c *call) {
 	})
 }
 
+func validTime(s string) bool {
+	_, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	return err == nil
+}
+
 // verification is the answer of POST /v1/receipts/{id}/verify.
 type verification struct {
 	Valid     bool           `json:"valid"`
@@ -241,9 +247,17 @@ func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 	if !ok {
 		return nil, notFound("receipt", c.params[0])
 	}
-	for k := range c.body.m {
+	for k, v := range c.body.m {
 		switch k {
-		case "trust_anchor", "at_time", "receipt":
+		case "trust_anchor":
+			if _, ok := v.(string); !ok && v != nil {
+				return nil, badRequest(k, "field trust_anchor: got %s, want a string or null", jsonKind(v))
+			}
+		case "at_time":
+			if t, ok := v.(string); v != nil && (!ok || !validTime(t)) {
+				return nil, badRequest(k, "field at_time: got %s, want an RFC 3339 timestamp or null", jsonKind(v))
+			}
+		case "receipt":
 		default:
 			return nil, badRequest(k, "unknown field %s, want trust_anchor, at_time or receipt", k)
 		}

@@ -179,6 +179,10 @@ func TestVerifyAPI(t *testing.T) {
 	doc["receipt_id"] = "someone_else"
 	wantError(t, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"receipt": doc}), 400, "invalid_request", "receipt")
 	wantError(t, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"bogus": 1}), 400, "invalid_request", "bogus")
+	wantError(t, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"at_time": "yesterday"}), 400, "invalid_request", "at_time")
+	wantError(t, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"trust_anchor": 7}), 400, "invalid_request", "trust_anchor")
+	wantError(t, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"receipt": "x"}), 400, "invalid_request", "receipt")
+	h.must(200, h.do("POST", "/v1/receipts/"+rid+"/verify", map[string]any{"trust_anchor": nil, "at_time": "2026-04-25T00:00:00Z"}), "verify with OpenAPI members")
 	wantError(t, h.do("POST", "/v1/receipts/receipt_missing/verify", nil), 404, "resource_not_found", "")
 	wantError(t, h.do("GET", "/v1/receipts/receipt_missing", nil), 404, "resource_not_found", "")
 	wantError(t, h.do("GET", "/v1/tasks/task_missing/receipts", nil), 404, "resource_not_found", "")
