@@ -165,6 +165,7 @@ const (
 	FaultReceiptUpperHash      Fault = "receipt-hash-uppercase"      // receipt hashes are written in upper-case hex (and signed so)
 	FaultEventLeaksSecret      Fault = "event-leaks-secret"          // a use_secret step's secret appears in its tool.requested event
 	FaultReceiptLeaksAPIKey    Fault = "receipt-leaks-api-key"       // receipts name the API key of the task's creator in metadata
+	FaultReceiptIDMismatch     Fault = "receipt-id-mismatch"         // a receipt document's receipt_id is not the id it is served and referenced by
 )
 
 // AllFaults lists every fault, for tests that iterate them.
@@ -187,7 +188,7 @@ func AllFaults() []Fault {
 		FaultReceiptHashCorrupt, FaultReceiptChainBroken, FaultReceiptWrongKey, FaultReceiptLeaksSecret,
 		FaultReceiptRefDropped, FaultVerifyAlwaysValid, FaultReceiptUnknownField, FaultRedactionWithoutProof,
 		FaultReceiptEventNoID, FaultReceiptWrongState, FaultReceiptWrongIDs, FaultReceiptWrongSubject,
-		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey,
+		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey, FaultReceiptIDMismatch,
 	}
 }
 

@@ -251,6 +251,10 @@ const (
 // Holds s.mu.
 func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) error {
 	id := s.freshID("receipt")
+	docID := id
+	if s.opts.Faults.Has(FaultReceiptIDMismatch) {
+		docID = id + "_doc"
+	}
 	run := s.gatherRunLocked(t)
 	now := s.now()
 	final := map[string]string{StatusCompleted: "SUCCEEDED", StatusFailed: "FAILED", StatusCanceled: "CANCELED"}[t.Status]
@@ -346,7 +350,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		"tool_calls": len(run.tools), "usd": usd, "wall_time_ms": wall}
 	doc := map[string]any{
 		"schema":     receipt.Format,
-		"receipt_id": id,
+		"receipt_id": docID,
 		"subject":    subject,
 		"issuer": map[string]any{"id": issuerID, "kind": "harness", "name": "conform reference harness",
 			"version": ProtocolVersion, "public_key_id": s.rkey.id},

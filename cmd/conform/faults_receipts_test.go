@@ -33,6 +33,9 @@ var receiptFaults = []faultCase{
 	{Fault: refharness.FaultEventLeaksSecret, Fails: []string{"RCPT-REDACT-007"}},
 	// The self-check key happens to have the sk- shape the secret scan knows.
 	{Fault: refharness.FaultReceiptLeaksAPIKey, Fails: []string{"RCPT-REDACT-002"}, Tolerated: []string{"RCPT-REDACT-003"}},
+	// A receipt whose own id is not the one it is served by cannot be read
+	// or verified by that id either.
+	{Fault: refharness.FaultReceiptIDMismatch, Fails: []string{"RCPT-SHAPE-006"}, Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"}},
 }
 
 func TestReceiptFaultsCaught(t *testing.T) {
@@ -197,7 +200,8 @@ func receiptFault(f refharness.Fault) bool {
 		refharness.FaultReceiptLeaksSecret, refharness.FaultReceiptRefDropped, refharness.FaultVerifyAlwaysValid,
 		refharness.FaultReceiptUnknownField, refharness.FaultRedactionWithoutProof, refharness.FaultReceiptEventNoID,
 		refharness.FaultReceiptWrongState, refharness.FaultReceiptWrongIDs, refharness.FaultReceiptWrongSubject,
-		refharness.FaultReceiptUpperHash, refharness.FaultEventLeaksSecret, refharness.FaultReceiptLeaksAPIKey:
+		refharness.FaultReceiptUpperHash, refharness.FaultEventLeaksSecret, refharness.FaultReceiptLeaksAPIKey,
+		refharness.FaultReceiptIDMismatch:
 		return true
 	}
 	return false

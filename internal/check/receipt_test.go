@@ -63,11 +63,12 @@ func TestReceiptList(t *testing.T) {
 		sub        string
 	}{
 		{"one", `{"object":"list","data":[` + string(r) + `],"page":{"has_more":false,"next_cursor":null}}`, 200, 1, true, ""},
-		{"empty", `{"object":"list","data":[]}`, 200, 0, true, ""},
+		{"empty", `{"object":"list","data":[],"page":{"has_more":false,"next_cursor":null}}`, 200, 0, true, ""},
+		{"no page", `{"object":"list","data":[]}`, 200, 0, false, "page is missing"},
 		{"404", `{"error":{}}`, 404, 0, false, "status = 404"},
 		{"not a list", `{"object":"receipt","data":[]}`, 200, 0, false, `want {"object":"list"`},
 		{"no data", `{"object":"list"}`, 200, 0, false, "data absent"},
-		{"item not object", `{"object":"list","data":["x"]}`, 200, 0, false, "data[0] is not a JSON object"},
+		{"item not object", `{"object":"list","data":["x"],"page":{"has_more":false,"next_cursor":null}}`, 200, 0, false, "data[0] is a string, want an object"},
 		{"garbage", `[`, 200, 0, false, "not a list envelope"},
 	} {
 		got, err := ReceiptList(resp(tc.status, tc.body))
@@ -131,13 +132,16 @@ func TestShapeChecks(t *testing.T) {
 func TestSameReceipt(t *testing.T) {
 	raw := rcptFixture(t, "valid/task-completed.json")
 	id := "rcpt_conform_full_0001"
-	rcptWant(t, "same", SameReceipt(resp(200, string(raw)), id, raw), true, "")
+	rcptWant(t, "same", SameReceipt(resp(200, string(raw)), raw), true, "")
 	wrapped := `{"object":"receipt","id":"` + id + `","format":"receipt-2026-04-25","receipt":` + string(raw) + `}`
-	rcptWant(t, "wrapped", SameReceipt(resp(200, wrapped), id, raw), false, "not a wrapper")
-	rcptWant(t, "other id", SameReceipt(resp(200, string(raw)), "rcpt_other", raw), false, `want "rcpt_other"`)
+	rcptWant(t, "wrapped", SameReceipt(resp(200, wrapped), raw), false, "not a wrapper")
 	changed := rcptEdit(t, raw, func(m map[string]any) { m["issued_at"] = "2026-04-26T00:00:00Z" })
-	rcptWant(t, "differs", SameReceipt(resp(200, string(changed)), id, raw), false, "differs from the one in the task's receipts list")
-	rcptWant(t, "404", SameReceipt(resp(404, `{}`), id, raw), false, "status = 404")
+	rcptWant(t, "differs", SameReceipt(resp(200, string(changed)), raw), false, "differs from the one in the task's receipts list")
+	rcptWant(t, "404", SameReceipt(resp(404, `{}`), raw), false, "status = 404")
+	rcptWant(t, "served id", ServedID(resp(200, string(raw)), id), true, "")
+	rcptWant(t, "other id", ServedID(resp(200, string(raw)), "rcpt_other"), false, `says receipt_id "rcpt_conform_full_0001"`)
+	rcptWant(t, "not a receipt", ServedID(resp(404, `{}`), id), true, "")
+	rcptWant(t, "wrapper", ServedID(resp(200, wrapped), id), true, "")
 }
 
 func TestChainLink(t *testing.T) {

@@ -45,10 +45,18 @@ var _ = Describe("Receipts of finished tasks", func() {
 			}
 			byID[id] = lr.raw
 			first := do(ctx, client.Request{Path: "/v1/receipts/" + client.Seg(id)}, "RCPT-RES-001")
-			suite.Check("RCPT-RES-001", check.SameReceipt(first, id, lr.raw))
+			suite.Check("RCPT-RES-001", check.SameReceipt(first, lr.raw))
+			suite.Check("RCPT-SHAPE-006", check.ServedID(first, id))
 			again := do(ctx, client.Request{Path: "/v1/receipts/" + client.Seg(id)}, "RCPT-RES-001")
 			if a, b := hashOf(first.Body), hashOf(again.Body); a != b {
 				suite.Should("RCPT-HASH-004", fmt.Errorf("GET /v1/receipts/%s twice: receipt_hash %q, then %q: an issued receipt should not change", id, a, b))
+			}
+		}
+		// The id a Task names its receipt by serves a receipt with that id.
+		for _, f := range r.tasks {
+			task := readJSON(ctx, "RCPT-SHAPE-006", "/v1/tasks/"+client.Seg(f.id), nil)
+			if rid, _ := task["receipt_id"].(string); rid != "" {
+				suite.Check("RCPT-SHAPE-006", check.ServedID(do(ctx, client.Request{Path: "/v1/receipts/" + client.Seg(rid)}, "RCPT-SHAPE-006"), rid))
 			}
 		}
 	})
