@@ -166,6 +166,7 @@ const (
 	FaultEventLeaksSecret      Fault = "event-leaks-secret"          // a use_secret step's secret appears in its tool.requested event
 	FaultReceiptLeaksAPIKey    Fault = "receipt-leaks-api-key"       // receipts name the API key of the task's creator in metadata
 	FaultReceiptIDMismatch     Fault = "receipt-id-mismatch"         // a receipt document's receipt_id is not the id it is served and referenced by
+	FaultReceiptLeaksBearer    Fault = "receipt-leaks-bearer"        // receipts keep the agent's upstream bearer token in a debug note
 )
 
 // AllFaults lists every fault, for tests that iterate them.
@@ -189,6 +190,7 @@ func AllFaults() []Fault {
 		FaultReceiptRefDropped, FaultVerifyAlwaysValid, FaultReceiptUnknownField, FaultRedactionWithoutProof,
 		FaultReceiptEventNoID, FaultReceiptWrongState, FaultReceiptWrongIDs, FaultReceiptWrongSubject,
 		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey, FaultReceiptIDMismatch,
+		FaultReceiptLeaksBearer,
 	}
 }
 

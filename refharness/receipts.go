@@ -238,6 +238,10 @@ func scenarioSecrets(meta map[string]any) []string {
 	return out
 }
 
+// bearerCanary is the upstream token FaultReceiptLeaksBearer leaks: shaped
+// like a credential, so only a shape-based scan can find it.
+const bearerCanary = "conformUpstreamToken0123456789abcdef"
+
 // Pricing of the reference agent, in micro-USD per token: real arithmetic
 // over what the task did, so cost and budget are checkable numbers.
 const (
@@ -382,6 +386,9 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	}
 	if s.opts.Faults.Has(FaultReceiptUnknownField) {
 		doc["x_conform_note"] = "a top-level member the closed receipt schema does not allow"
+	}
+	if s.opts.Faults.Has(FaultReceiptLeaksBearer) {
+		doc["metadata"].(map[string]any)["debug"] = "upstream call sent Authorization: Bearer " + bearerCanary
 	}
 	if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) {
 		for key, actor := range s.opts.APIKeys {

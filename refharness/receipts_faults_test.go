@@ -199,6 +199,16 @@ var receiptProbes = map[Fault]probe{
 		}
 		return nil
 	},
+	FaultReceiptLeaksBearer: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(raw), bearerCanary) {
+			return errors.New("the receipt carries a bearer token")
+		}
+		return nil
+	},
 	FaultReceiptEventNoID: func(p *probeEnv) error {
 		evs := p.receiptEvents(p.sess, "receipt.issued", p.task)
 		if len(evs) == 0 {

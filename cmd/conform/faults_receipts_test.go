@@ -35,6 +35,7 @@ var receiptFaults = []faultCase{
 	{Fault: refharness.FaultReceiptLeaksAPIKey, Fails: []string{"RCPT-REDACT-002"}, Tolerated: []string{"RCPT-REDACT-003"}},
 	// A receipt whose own id is not the one it is served by cannot be read
 	// or verified by that id either.
+	{Fault: refharness.FaultReceiptLeaksBearer, Fails: []string{"RCPT-REDACT-003"}},
 	{Fault: refharness.FaultReceiptIDMismatch, Fails: []string{"RCPT-SHAPE-006"}, Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"}},
 }
 
@@ -201,7 +202,7 @@ func receiptFault(f refharness.Fault) bool {
 		refharness.FaultReceiptUnknownField, refharness.FaultRedactionWithoutProof, refharness.FaultReceiptEventNoID,
 		refharness.FaultReceiptWrongState, refharness.FaultReceiptWrongIDs, refharness.FaultReceiptWrongSubject,
 		refharness.FaultReceiptUpperHash, refharness.FaultEventLeaksSecret, refharness.FaultReceiptLeaksAPIKey,
-		refharness.FaultReceiptIDMismatch:
+		refharness.FaultReceiptIDMismatch, refharness.FaultReceiptLeaksBearer:
 		return true
 	}
 	return false
