@@ -161,7 +161,8 @@ func (s *Server) receiptRoutes() []route {
 // Receipts are served as their stored bytes, never through render: the
 // hash covers them, so no output fault or variant may touch them.
 
-// readLocked runs f under the read lock and waits until what it saw is durable.
+// readDurable runs f under the read lock, waits until what it saw is
+// durable, and writes its bytes as they are.
 func (s *Server) readDurable(w http.ResponseWriter, c *call, f func() ([]byte, *apiError)) {
 	s.mu.RLock()
 	b, e := f()
