@@ -21,7 +21,9 @@ const (
 )
 
 // Transitions is the spec's table of allowed task status changes; terminal
-// statuses have none.
+// statuses have none. The reference Harness has its own copy on purpose: a
+// checker that shared the implementation's table would pass whatever
+// mistake the table held.
 var Transitions = map[string][]string{
 	Submitted:     {Working, Canceled, Failed},
 	Working:       {InputRequired, AuthRequired, Completed, Failed, Canceled},
