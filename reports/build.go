@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -179,7 +180,7 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 		ev := o.reqs[v.Req]
 		nv := Verdict(v.Verdict)
 		if ev.Verdict == "" || Worse(ev.Verdict, nv) == nv {
-			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Curl: o.curl}
+			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Curl: curlFor(o, v.Message)}
 		}
 	}
 	for _, id := range o.res.Requirements {
@@ -196,10 +197,10 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 				// Another requirement's check stopped the spec first.
 				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Skip, Message: "not reached: an earlier check of this spec failed"}
 			} else {
-				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: o.curl}
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: curlFor(o, msg)}
 			}
 		case Error:
-			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: o.curl}
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: curlFor(o, msg)}
 		}
 	}
 	for _, e := range o.reqs {
@@ -208,6 +209,22 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 		}
 	}
 	return o
+}
+
+// curlFor picks the reproducer for a finding: the last recorded exchange
+// whose method and path the message names (checks start their messages with
+// "METHOD /path → status"), else the spec's first request.
+func curlFor(o specOutcome, msg string) string {
+	for i := len(o.res.Transcript) - 1; i >= 0; i-- {
+		ex := o.res.Transcript[i]
+		if ex.Curl == "" {
+			continue
+		}
+		if u, err := url.Parse(ex.URL); err == nil && strings.Contains(msg, ex.Method+" "+u.EscapedPath()) {
+			return ex.Curl
+		}
+	}
+	return o.curl
 }
 
 func allErrors(vs []evidence.Verdict) bool {

@@ -198,3 +198,24 @@ func ValidateJSON(t *testing.T, b []byte) {
 		t.Errorf("format = %v", m["format"])
 	}
 }
+
+// The evidence's curl line reproduces the request the finding names, not
+// the spec's first (setup) request.
+func TestEvidenceCurlNamesTheFailingRequest(t *testing.T) {
+	tr := evidence.Transcript{Exchanges: []client.Exchange{
+		{Kind: "http", Op: "POST /v1/workspaces", Method: "POST", URL: "http://h/x/v1/workspaces", Started: time.Now(), Curl: "curl setup"},
+		{Kind: "http", Op: "POST /v1/sessions", Method: "POST", URL: "http://h/x/v1/sessions", Started: time.Now(), Curl: "curl sessions"},
+	}}
+	for _, tc := range []struct{ msg, want string }{
+		{"POST /x/v1/sessions → 200: status = 200, want 201", "curl sessions"},
+		{"something without a request", "curl setup"},
+	} {
+		gr := run(nil, spec("s", types.SpecStateFailed, tc.msg, []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: tc.msg}),
+			entry(t, evidence.EntryTranscript, tr)))
+		r := Build(Input{Env: env(core), Registry: reg(t)}, gr)
+		if q := find(r, "CORE-A-001"); len(q.Evidence) != 1 || q.Evidence[0].Curl != tc.want {
+			t.Errorf("message %q: evidence %+v, want curl %q", tc.msg, q.Evidence, tc.want)
+		}
+	}
+}

@@ -66,20 +66,26 @@ type junitSuites struct {
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
 	Skipped  int          `xml:"skipped,attr"`
-	Time     float64      `xml:"time,attr"`
+	Time     seconds      `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       float64         `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr"`
-	Properties []junitProperty `xml:"properties>property,omitempty"`
-	Cases      []junitCase     `xml:"testcase"`
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Time      seconds     `xml:"time,attr"`
+	Timestamp string      `xml:"timestamp,attr"`
+	Cases     []junitCase `xml:"testcase"`
+}
+
+// seconds renders a duration attribute with millisecond precision.
+type seconds float64
+
+func (s seconds) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
+	return xml.Attr{Name: name, Value: fmt.Sprintf("%.3f", float64(s))}, nil
 }
 
 type junitProperty struct {
@@ -90,7 +96,7 @@ type junitProperty struct {
 type junitCase struct {
 	Name       string          `xml:"name,attr"`
 	Classname  string          `xml:"classname,attr"`
-	Time       float64         `xml:"time,attr"`
+	Time       seconds         `xml:"time,attr"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Skipped    *junitMessage   `xml:"skipped,omitempty"`
 	Failure    *junitMessage   `xml:"failure,omitempty"`
@@ -115,7 +121,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 	}
 	byLevel := map[string]*junitSuite{}
 	var order []string
-	out := junitSuites{Name: "conform", Time: r.DurationMS / 1000}
+	out := junitSuites{Name: "conform", Time: seconds(r.DurationMS / 1000)}
 	for _, s := range r.Specs {
 		level := "core"
 		if len(s.Requirements) > 0 {
@@ -127,7 +133,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			byLevel[level] = js
 			order = append(order, level)
 		}
-		c := junitCase{Name: s.Name, Classname: "conform." + level, Time: s.DurationMS / 1000}
+		c := junitCase{Name: s.Name, Classname: "conform." + level, Time: seconds(s.DurationMS / 1000)}
 		for _, id := range s.Requirements {
 			c.Properties = append(c.Properties, junitProperty{Name: "requirement", Value: id})
 		}
