@@ -59,6 +59,20 @@ var receiptWrapFaults = []wrapFault{
 	{Name: "receipt-in-envelope", Wrap: rewritingRaw(receiptByID, func(b []byte) []byte {
 		return append(append([]byte(`{"object":"receipt","format":"receipt-2026-04-25","receipt":`), bytes.TrimSpace(b)...), '}')
 	}), Fails: []string{"RCPT-RES-001"}, Tolerated: []string{"RCPT-REF-001", "RCPT-REF-002", "RCPT-REF-003"}},
+	// Receipts served under another format marker.
+	{Name: "receipt-wrong-marker", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(`"receipt-2026-04-25"`), []byte(`"receipt-2099-01-01"`))
+	}), Fails: []string{"RCPT-SHAPE-002"},
+		// Changing sealed bytes breaks the hash, the schema's const and the
+		// suite's agreement with the target's verify answer as well.
+		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-REDACT-006", "RCPT-VERIFY-002"}},
+	// A redacted receipt whose content no longer matches its stored hash:
+	// only receipts that carry redactions are touched.
+	{Name: "redacted-receipt-unverifiable", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(`"redactions":[{`), []byte(`"redactions":[{"note":"edited after sealing",`))
+	}), Fails: []string{"RCPT-REDACT-006"},
+		// The edit breaks the hash and the closed redaction object too.
+		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-VERIFY-002"}},
 	{Name: "task-receipts-empty", Wrap: rewriting(func(r *http.Request, v any) {
 		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/receipts") {
 			m["data"] = []any{}
