@@ -23,11 +23,16 @@ const protocolVersion = config.ProtocolVersion
 // returns a function that collects the flags the user actually gave.
 func configFlags(fs *flag.FlagSet, skip map[string]bool) func() map[string]string {
 	vals := map[string]*string{}
+	defaults := config.Defaults().Redacted()
 	for _, s := range config.Settings() {
 		if skip[s.Key] {
 			continue
 		}
-		vals[s.Flag] = fs.String(s.Flag, "", s.Help+" (env "+s.Env+")")
+		help := s.Help + " (env " + s.Env
+		if d := defaults[s.Key]; d != "" && d != "0" {
+			help += ", default " + d
+		}
+		vals[s.Flag] = fs.String(s.Flag, "", help+")")
 	}
 	return func() map[string]string {
 		set := map[string]string{}

@@ -106,7 +106,7 @@ func stringSetting(key, help string, field func(*Config) *string) setting {
 }
 
 var settings = []setting{
-	stringSetting("target", "base URL of the Harness under test (a path prefix is fine); empty runs the built-in reference Harness", func(c *Config) *string { return &c.Target }),
+	stringSetting("target", "base URL of the Harness under test (a path prefix is fine); under go test, unset means the built-in reference Harness", func(c *Config) *string { return &c.Target }),
 	{key: "api_key", secret: true, help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or api_key_file)",
 		set: func(c *Config, v string) error { c.APIKey = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.APIKey }},
