@@ -199,17 +199,6 @@ func (s *Server) wait(seq uint64) error {
 	return s.jl.Wait(seq)
 }
 
-// commit is commitLocked + wait for callers that do not hold the lock.
-func (s *Server) commit(c *commit) error {
-	s.mu.Lock()
-	seq, err := s.commitLocked(c)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.wait(seq)
-}
-
 // Close stops task workers and streams, flushes and closes the journal. Safe to call twice.
 func (s *Server) Close() error {
 	s.closeO.Do(func() {

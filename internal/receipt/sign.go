@@ -195,16 +195,17 @@ type Signer struct {
 // compact JSON with members in Go's (code-point) order; number literals are
 // kept as written, so a receipt can be sealed without being canonicalized.
 func Seal(raw []byte, signers ...Signer) ([]byte, error) {
-	obj, err := parseObject(raw)
-	if err != nil {
+	// parseObject enforces what RFC 8785 accepts (one object, no duplicate
+	// members, representable numbers); the object itself is decoded again
+	// from raw, not from its canonical form, so number spellings survive.
+	if _, err := parseObject(raw); err != nil {
 		return nil, err
 	}
-	// Decode raw again, not its canonical form, so number spellings survive.
 	v, err := decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	obj = v.(map[string]any)
+	obj := v.(map[string]any)
 	chain, ok := obj["chain"].(map[string]any)
 	if !ok {
 		return nil, errors.New("seal: receipt has no chain object")

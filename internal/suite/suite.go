@@ -76,10 +76,9 @@ func Validate() error {
 // process one at a time, so a single slot suffices (ginkgo -p uses
 // processes, each with its own slot).
 type specState struct {
-	rec     *client.Recorder
-	client  *client.Client
-	soft    []evidence.Verdict // recorded failures that fail the spec at its end
-	entries int
+	rec    *client.Recorder
+	client *client.Client
+	soft   []evidence.Verdict // recorded failures that fail the spec at its end
 }
 
 var (
