@@ -125,9 +125,9 @@ type faultCase struct {
 	Tolerated []string
 }
 
-// faultStreamTimeout bounds stream waits in proof runs: a broken stream
-// (one served as text/plain never ends) costs this, not the default 10 s,
-// while a working one delivers its frames within milliseconds.
+// faultStreamTimeout bounds stream waits in proof runs: a stream that stays
+// silent (a fault that drops or withholds frames) costs this, not the
+// default 10 s, while a working one delivers its frames within milliseconds.
 const faultStreamTimeout = "3s"
 
 // runProof runs the suite against url at the given levels and returns the
