@@ -32,7 +32,7 @@ type specOutcome struct {
 	res     SpecResult
 	reqs    map[string]Evidence
 	curl    string
-	attempt bool // the spec ran (filtered-out specs have no attempt)
+	offline bool // a self-check of the suite's verifiers: no verdict on the target
 }
 
 // Build computes every verdict of a run from its Ginkgo report.
@@ -62,6 +62,7 @@ func Build(in Input, gr types.Report) *Report {
 			continue
 		}
 		o := outcome(in, sr)
+		o.offline = slices.Contains(sr.Labels(), evidence.OfflineLabel)
 		for _, e := range sr.ReportEntries {
 			switch e.Name {
 			case evidence.EntryLatency:
@@ -80,10 +81,20 @@ func Build(in Input, gr types.Report) *Report {
 		outcomes = append(outcomes, o)
 	}
 	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].res.Name < outcomes[j].res.Name })
+	var target []specOutcome
+	r.Specs, r.SelfChecks = []SpecResult{}, []SpecResult{}
 	for _, o := range outcomes {
+		if o.offline {
+			r.SelfChecks = append(r.SelfChecks, o.res)
+			if o.res.Verdict == Fail || o.res.Verdict == Error {
+				r.Notes = append(r.Notes, "self-check failed (the suite's own verifier, not the target): "+o.res.Name+": "+firstLine(o.res.Message))
+			}
+			continue
+		}
 		r.Specs = append(r.Specs, o.res)
+		target = append(target, o)
 	}
-	r.Requirements = rollUpRequirements(in, outcomes)
+	r.Requirements = rollUpRequirements(in, target)
 	r.Levels = rollUpLevels(in, r.Requirements)
 	for _, q := range r.Requirements {
 		if in.Env.Selected(requirements.Level(q.Level)).Run {
@@ -124,8 +135,7 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 			Location:   sr.LeafNodeLocation.String(),
 			DurationMS: ms(sr.RunTime),
 		},
-		reqs:    map[string]Evidence{},
-		attempt: sr.NumAttempts > 0,
+		reqs: map[string]Evidence{},
 	}
 	for _, l := range sr.Labels() {
 		if id, ok := strings.CutPrefix(l, evidence.ReqLabelPrefix); ok {
@@ -134,12 +144,17 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 	}
 	sort.Strings(o.res.Requirements)
 	var recorded []evidence.Verdict
+	var skip *evidence.Skip
 	for _, e := range sr.ReportEntries {
 		switch e.Name {
 		case evidence.EntryVerdict:
 			if v, err := evidence.Decode[evidence.Verdict](e); err == nil {
 				v.Message = red.String(v.Message)
 				recorded = append(recorded, v)
+			}
+		case evidence.EntrySkip:
+			if k, err := evidence.Decode[evidence.Skip](e); err == nil {
+				skip = &k
 			}
 		case evidence.EntryTranscript:
 			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
@@ -157,10 +172,21 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 	switch {
 	case sr.State == types.SpecStatePassed:
 		o.res.Verdict = Pass
+	case sr.NumAttempts == 0:
+		// Filtered out by --label-filter or --focus: a narrowed run checked
+		// nothing here, so nothing here is verified.
+		o.res.Verdict, msg = Unverified, "not run: not selected by --label-filter or --focus"
+		o.res.Remedy = "run without --label-filter and --focus"
 	case sr.State == types.SpecStateSkipped || sr.State == types.SpecStatePending:
-		o.res.Verdict = Skip
-		if !o.attempt {
-			msg = "not selected by --label-filter or --focus"
+		// A skip is unverified unless the spec said the target's own claims
+		// make it not applicable: a bare Skip never counts as a pass.
+		o.res.Verdict = Unverified
+		if skip != nil {
+			msg = skip.Reason
+			o.res.Remedy = skip.Remedy
+			if skip.Kind == evidence.SkipNotApplicable {
+				o.res.Verdict = Skip
+			}
 		} else if msg == "" {
 			msg = "skipped"
 		}
@@ -180,7 +206,7 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 		ev := o.reqs[v.Req]
 		nv := Verdict(v.Verdict)
 		if ev.Verdict == "" || Worse(ev.Verdict, nv) == nv {
-			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Curl: curlFor(o, v.Message)}
+			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Remedy: v.Remedy, Curl: curlFor(o, v.Message)}
 		}
 	}
 	for _, id := range o.res.Requirements {
@@ -192,10 +218,14 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Pass}
 		case Skip:
 			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Skip, Message: msg}
+		case Unverified:
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: msg, Remedy: o.res.Remedy}
 		case Fail:
 			if len(recorded) > 0 {
-				// Another requirement's check stopped the spec first.
-				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Skip, Message: "not reached: an earlier check of this spec failed"}
+				// Another requirement's check stopped the spec first: this
+				// one was never looked at.
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: "not reached: an earlier check of this spec failed",
+					Remedy: "fix the failures reported for this spec's other requirements"}
 			} else {
 				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: curlFor(o, msg)}
 			}
@@ -203,9 +233,9 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: curlFor(o, msg)}
 		}
 	}
-	for _, e := range o.reqs {
-		if e.Verdict == Warn && o.res.Verdict == Pass {
-			o.res.Verdict = Warn
+	if o.res.Verdict == Pass {
+		for _, e := range o.reqs {
+			o.res.Verdict = Worse(o.res.Verdict, e.Verdict)
 		}
 	}
 	return o
@@ -236,15 +266,18 @@ func allErrors(vs []evidence.Verdict) bool {
 	return true
 }
 
-// rollUpRequirements gives every registry entry a verdict. A requirement
-// verified by several specs takes the most severe verdict among the specs
-// that ran it; it is skipped only when every spec skipped it.
+// rollUpRequirements gives every registry entry a verdict: the most severe
+// over every spec that names it (fail > error > unverified > warn > pass),
+// leaving out specs that were not applicable by the target's own claims. A
+// requirement passes only when every spec that applied passed it; one that
+// no applicable spec checked is unverified (or skip, when every spec that
+// names it was not applicable).
 func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 	var out []ReqResult
 	for _, q := range in.Registry.All() {
 		res := ReqResult{ID: q.ID, Level: string(q.Level), Keyword: string(q.Keyword), Section: q.Section,
 			Link: q.Link(), Summary: q.Summary, Specs: []string{}}
-		var ran, skipped []Evidence
+		var judged, notApplicable []Evidence
 		for _, o := range outcomes {
 			ev, ok := o.reqs[q.ID]
 			if !ok {
@@ -253,44 +286,48 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 			res.Specs = append(res.Specs, o.res.Name)
 			res.DurationMS += o.res.DurationMS
 			if ev.Verdict == Skip {
-				skipped = append(skipped, ev)
+				notApplicable = append(notApplicable, ev)
 			} else {
-				ran = append(ran, ev)
+				judged = append(judged, ev)
 			}
 		}
 		sel := in.Env.Selected(q.Level)
 		switch {
 		case !sel.Run:
 			res.Verdict, res.Message = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason)
-		case len(ran) > 0:
+		case len(judged) > 0:
 			res.Verdict = Pass
-			for _, ev := range ran {
+			for _, ev := range judged {
 				res.Verdict = Worse(res.Verdict, ev.Verdict)
 				if ev.Verdict != Pass {
 					res.Evidence = append(res.Evidence, ev)
 				}
 			}
-			if res.Verdict != Pass && len(res.Evidence) > 0 {
-				res.Message = res.Evidence[0].Message
+			// The message and remedy come from the most severe evidence.
+			for _, ev := range res.Evidence {
+				if ev.Verdict == res.Verdict {
+					res.Message, res.Remedy = ev.Message, ev.Remedy
+					break
+				}
 			}
-		case len(skipped) > 0:
-			res.Verdict, res.Evidence = Skip, skipped
-			res.Message = skipped[0].Message
 		case !q.Observable:
 			res.Verdict, res.Message = Skip, "not wire-observable: "+q.Reason
+		case len(notApplicable) > 0:
+			res.Verdict, res.Evidence = Skip, notApplicable
+			res.Message = "not applicable: " + notApplicable[0].Message
 		case q.Exclusion != "":
-			res.Verdict, res.Message = Skip, "not verified: "+q.Exclusion
+			res.Verdict, res.Message = Unverified, "not verified: "+q.Exclusion
 		default:
-			res.Verdict, res.Message = Skip, "not verified: no spec checks this requirement yet"
+			res.Verdict, res.Message = Unverified, "not verified: no spec checks this requirement yet"
 		}
 		out = append(out, res)
 	}
 	return out
 }
 
-// blocksConformance says whether a skipped requirement keeps its level from
-// "conformant": a skipped MUST that a client could observe does; a SHOULD,
-// a MAY or an unobservable statement does not.
+// blocksConformance says whether an unverified requirement keeps its level
+// from "conformant": an unverified MUST that a client could observe does; a
+// SHOULD, a MAY or an unobservable statement does not.
 func blocksConformance(in Input, q ReqResult) bool {
 	r, _ := in.Registry.Lookup(q.ID)
 	return requirements.Keyword(q.Keyword).Mandatory() && r.Observable
@@ -300,7 +337,9 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 	var out []LevelResult
 	for _, sel := range in.Env.Levels {
 		lr := LevelResult{Selection: sel}
-		var failed, errored, skipped []string
+		var failed, errored, unverified []string
+		remedies := map[string][]string{}
+		var order []string
 		for _, q := range reqs {
 			if q.Level != string(sel.Level) {
 				continue
@@ -312,8 +351,16 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 				failed = append(failed, q.ID)
 			case q.Verdict == Error:
 				errored = append(errored, q.ID)
-			case q.Verdict == Skip && blocksConformance(in, q):
-				skipped = append(skipped, q.ID)
+			case q.Verdict == Unverified && blocksConformance(in, q):
+				unverified = append(unverified, q.ID)
+				rm := q.Remedy
+				if rm == "" {
+					rm = "none available yet: the suite cannot verify this requirement against any target (" + q.Message + ")"
+				}
+				if _, ok := remedies[rm]; !ok {
+					order = append(order, rm)
+				}
+				remedies[rm] = append(remedies[rm], q.ID)
 			}
 		}
 		switch {
@@ -325,10 +372,15 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 			lr.Status, lr.Why = Nonconformant, fmt.Sprintf("%d MUST requirement(s) failed: %s", len(failed), list(failed))
 		case len(errored) > 0:
 			lr.Status, lr.Why = Partial, fmt.Sprintf("%d requirement(s) could not be checked (suite or network error): %s", len(errored), list(errored))
-		case len(skipped) > 0:
-			lr.Status, lr.Why = Partial, fmt.Sprintf("%d observable MUST requirement(s) were skipped or are not verified yet: %s", len(skipped), list(skipped))
+		case len(unverified) > 0:
+			lr.Status, lr.Why = Partial, fmt.Sprintf("%d observable MUST requirement(s) are unverified: %s", len(unverified), list(unverified))
 		default:
 			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed"
+		}
+		if sel.Run {
+			for _, rm := range order {
+				lr.ToVerify = append(lr.ToVerify, Remedy{Remedy: rm, Requirements: remedies[rm]})
+			}
 		}
 		out = append(out, lr)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,9 @@ func TestVerdictsAndRollUp(t *testing.T) {
 	)
 	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptOff), Registry: reg(t), Seed: 5}, gr)
 
-	want := map[string]Verdict{"CORE-A-001": Pass, "CORE-A-002": Fail, "CORE-A-003": Warn, "CORE-A-004": Skip, "RCPT-A-001": Skip}
+	// CORE-A-001 passed in one spec but was not reached in the other:
+	// unverified, since a requirement passes only when every spec passed it.
+	want := map[string]Verdict{"CORE-A-001": Unverified, "CORE-A-002": Fail, "CORE-A-003": Warn, "CORE-A-004": Skip, "RCPT-A-001": Skip}
 	for _, q := range r.Requirements {
 		if q.Verdict != want[q.ID] {
 			t.Errorf("%s verdict = %s (%s), want %s", q.ID, q.Verdict, q.Message, want[q.ID])
@@ -97,18 +100,133 @@ func TestVerdictsAndRollUp(t *testing.T) {
 	checkOutputs(t, r)
 }
 
-// A requirement that one spec passes and another does not reach keeps the
-// pass: "not reached" is not a verdict on the target.
-func TestNotReachedDoesNotHidePass(t *testing.T) {
-	gr := run(nil,
-		spec("a", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-002"}),
-		spec("b", types.SpecStateFailed, "x", []string{"req:CORE-A-002", "req:CORE-A-001"},
-			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"})),
-	)
-	r := Build(Input{Env: env(core), Registry: reg(t)}, gr)
-	if q := find(r, "CORE-A-001"); q.Verdict != Pass {
-		t.Errorf("CORE-A-001 = %s, want pass", q.Verdict)
+// A requirement passes only when every spec that names it passed it: one
+// spec's pass never hides another's skip, "not reached" or failure.
+func TestEverySpecMustPass(t *testing.T) {
+	na := entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: "receipts not advertised"})
+	unv := entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: "no hook", Remedy: "implement the hook"})
+	pass := spec("p", types.SpecStatePassed, "", []string{"req:CORE-A-001"})
+	for _, tc := range []struct {
+		name  string
+		specs []types.SpecReport
+		want  Verdict
+	}{
+		{"pass and not reached", []types.SpecReport{pass, spec("b", types.SpecStateFailed, "x", []string{"req:CORE-A-002", "req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"}))}, Unverified},
+		{"pass and hook missing", []types.SpecReport{pass, spec("u", types.SpecStateSkipped, "unverified: no hook", []string{"req:CORE-A-001"}, unv)}, Unverified},
+		{"pass and bare skip", []types.SpecReport{pass, spec("s", types.SpecStateSkipped, "whatever", []string{"req:CORE-A-001"})}, Unverified},
+		{"pass and not applicable", []types.SpecReport{pass, spec("n", types.SpecStateSkipped, "", []string{"req:CORE-A-001"}, na)}, Pass},
+		{"only not applicable", []types.SpecReport{spec("n", types.SpecStateSkipped, "", []string{"req:CORE-A-001"}, na)}, Skip},
+		{"nothing to check", []types.SpecReport{spec("v", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "unverified", Message: "no outcome", Remedy: "r"}))}, Unverified},
+		{"filtered out", []types.SpecReport{pass, {LeafNodeType: types.NodeTypeIt, LeafNodeText: "f", LeafNodeLabels: []string{"req:CORE-A-001"}, State: types.SpecStateSkipped}}, Unverified},
+		{"pass and warn", []types.SpecReport{pass, spec("w", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "warn", Message: "w"}))}, Warn},
+		{"pass and fail", []types.SpecReport{pass, spec("f", types.SpecStateFailed, "CORE-A-001: bad", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: "bad"}))}, Fail},
+	} {
+		r := Build(Input{Env: env(core), Registry: reg(t)}, run(nil, tc.specs...))
+		if q := find(r, "CORE-A-001"); q.Verdict != tc.want {
+			t.Errorf("%s: CORE-A-001 = %s (%s), want %s", tc.name, q.Verdict, q.Message, tc.want)
+		}
+		checkOutputs(t, r)
 	}
+}
+
+// No requirement can pass when every spec that names it was skipped, in
+// whatever way: every combination of skip kinds over one to three specs.
+func TestNoPassWhenAllSpecsSkipped(t *testing.T) {
+	kinds := []func(i int) types.SpecReport{
+		func(i int) types.SpecReport {
+			return spec(fmt.Sprint("bare", i), types.SpecStateSkipped, "skipped", []string{"req:CORE-A-001"})
+		},
+		func(i int) types.SpecReport {
+			return spec(fmt.Sprint("unverified", i), types.SpecStateSkipped, "", []string{"req:CORE-A-001"},
+				entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: "no hook"}))
+		},
+		func(i int) types.SpecReport {
+			return spec(fmt.Sprint("na", i), types.SpecStateSkipped, "", []string{"req:CORE-A-001"},
+				entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: "not claimed"}))
+		},
+		func(i int) types.SpecReport {
+			return types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: fmt.Sprint("filtered", i), LeafNodeLabels: []string{"req:CORE-A-001"}, State: types.SpecStateSkipped}
+		},
+		func(i int) types.SpecReport {
+			return spec(fmt.Sprint("pending", i), types.SpecStatePending, "", []string{"req:CORE-A-001"})
+		},
+	}
+	var combos [][]int
+	for n := 1; n <= 3; n++ {
+		var rec func(prefix []int)
+		rec = func(prefix []int) {
+			if len(prefix) == n {
+				combos = append(combos, append([]int(nil), prefix...))
+				return
+			}
+			for k := range kinds {
+				rec(append(prefix, k))
+			}
+		}
+		rec(nil)
+	}
+	for _, c := range combos {
+		var specs []types.SpecReport
+		for i, k := range c {
+			specs = append(specs, kinds[k](i))
+		}
+		r := Build(Input{Env: env(core), Registry: reg(t)}, run(nil, specs...))
+		q := find(r, "CORE-A-001")
+		if q.Verdict == Pass || q.Verdict == Warn {
+			t.Errorf("skip kinds %v: CORE-A-001 = %s, want it never to pass", c, q.Verdict)
+		}
+		if r.Levels[0].Status == Conformant {
+			t.Errorf("skip kinds %v: core is conformant with CORE-A-001 %s", c, q.Verdict)
+		}
+	}
+}
+
+// Offline self-checks of the suite's verifiers are reported apart and are
+// no verdict on the target: a passing fixture check does not pass its
+// requirement, a failing one does not fail the target.
+func TestSelfChecksAreNoVerdict(t *testing.T) {
+	r := Build(Input{Env: env(core), Registry: reg(t)}, run(nil,
+		spec("fixtures ok", types.SpecStatePassed, "", []string{"offline", "req:CORE-A-001"}),
+		spec("fixtures bad", types.SpecStateFailed, "CORE-A-002: wrong finding", []string{"offline", "req:CORE-A-002"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "wrong finding"}))))
+	if len(r.SelfChecks) != 2 || len(r.Specs) != 0 {
+		t.Fatalf("self checks %d, specs %d; want 2 and 0", len(r.SelfChecks), len(r.Specs))
+	}
+	for _, id := range []string{"CORE-A-001", "CORE-A-002"} {
+		if q := find(r, id); q.Verdict != Unverified {
+			t.Errorf("%s = %s, want unverified (no target spec checks it)", id, q.Verdict)
+		}
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "self-check failed") {
+		t.Errorf("a failed self-check is not in the notes: %v", r.Notes)
+	}
+	checkOutputs(t, r)
+}
+
+// The level says what to do about its unverified MUSTs, grouped by remedy.
+func TestRemediesGrouped(t *testing.T) {
+	unv := func(name, req, remedy string) types.SpecReport {
+		return spec(name, types.SpecStateSkipped, "", []string{"req:" + req},
+			entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: "why " + name, Remedy: remedy}))
+	}
+	r := Build(Input{Env: env(core), Registry: reg(t)}, run(nil,
+		unv("a", "CORE-A-001", "implement the hook"), unv("b", "CORE-A-002", "implement the hook"),
+		unv("c", "CORE-A-003", "sign receipts")))
+	lv := r.Levels[0]
+	if lv.Status != Partial || len(lv.ToVerify) != 1 || lv.ToVerify[0].Remedy != "implement the hook" ||
+		strings.Join(lv.ToVerify[0].Requirements, ",") != "CORE-A-001,CORE-A-002" {
+		t.Errorf("core = %s, to verify %+v; want partial with one remedy for A-001 and A-002 (A-003 is a SHOULD)", lv.Status, lv.ToVerify)
+	}
+	var md bytes.Buffer
+	WriteMarkdown(&md, r)
+	if !strings.Contains(md.String(), "implement the hook: CORE-A-001, CORE-A-002") {
+		t.Errorf("summary.md does not say how to verify:\n%s", md.String())
+	}
+	checkOutputs(t, r)
 }
 
 func TestLevelStatuses(t *testing.T) {

@@ -15,15 +15,24 @@ const Format = "conform-report/v1"
 type Verdict string
 
 const (
-	Pass  Verdict = "pass"
-	Warn  Verdict = "warn"  // a SHOULD missed
-	Skip  Verdict = "skip"  // not claimed, not applicable or not verifiable; always with a reason
-	Error Verdict = "error" // the suite or the network broke; never blamed on the target
-	Fail  Verdict = "fail"  // a MUST broken
+	Pass Verdict = "pass"
+	Warn Verdict = "warn" // a SHOULD missed
+	// Skip: not applicable — the level is not checked, or the target's own
+	// claims leave the behaviour out; always with a reason. It never counts
+	// for or against a requirement.
+	Skip Verdict = "skip"
+	// Unverified: a check that should have run could not (no test hook, no
+	// data, a failed prerequisite, a narrowed run) or had nothing to look
+	// at. Never a pass: an unverified observable MUST keeps its level
+	// partial. Always with a reason and, where there is one, a remedy.
+	Unverified Verdict = "unverified"
+	Error      Verdict = "error" // the suite or the network broke; never blamed on the target
+	Fail       Verdict = "fail"  // a MUST broken
 )
 
-// severity orders verdicts for roll-ups: the most severe child wins.
-var severity = map[Verdict]int{Pass: 0, Skip: 1, Warn: 2, Error: 3, Fail: 4}
+// severity orders verdicts for roll-ups: the most severe child wins. Skip
+// (not applicable) is below pass because it is left out of roll-ups.
+var severity = map[Verdict]int{Skip: 0, Pass: 1, Warn: 2, Unverified: 3, Error: 4, Fail: 5}
 
 // Worse returns the more severe of two verdicts.
 func Worse(a, b Verdict) Verdict {
@@ -46,11 +55,12 @@ const (
 
 // Counts tallies verdicts.
 type Counts struct {
-	Pass  int `json:"pass"`
-	Fail  int `json:"fail"`
-	Warn  int `json:"warn"`
-	Skip  int `json:"skip"`
-	Error int `json:"error"`
+	Pass       int `json:"pass"`
+	Fail       int `json:"fail"`
+	Warn       int `json:"warn"`
+	Unverified int `json:"unverified"`
+	Skip       int `json:"skip"`
+	Error      int `json:"error"`
 }
 
 func (c *Counts) add(v Verdict) {
@@ -61,6 +71,8 @@ func (c *Counts) add(v Verdict) {
 		c.Fail++
 	case Warn:
 		c.Warn++
+	case Unverified:
+		c.Unverified++
 	case Skip:
 		c.Skip++
 	case Error:
@@ -84,9 +96,12 @@ type Report struct {
 	Totals          Counts            `json:"totals"`
 	Requirements    []ReqResult       `json:"requirements"`
 	Specs           []SpecResult      `json:"specs"`
-	Latency         []OpLatency       `json:"latency"`
-	Notes           []string          `json:"notes"`
-	ExitCode        int               `json:"exit_code"`
+	// SelfChecks are the suite's checks of its own verifiers on the fixture
+	// corpus: they talk to no target and are no verdict on it.
+	SelfChecks []SpecResult `json:"self_checks"`
+	Latency    []OpLatency  `json:"latency"`
+	Notes      []string     `json:"notes"`
+	ExitCode   int          `json:"exit_code"`
 }
 
 // Tool names this program.
@@ -101,6 +116,16 @@ type LevelResult struct {
 	Status LevelStatus `json:"status"`
 	Why    string      `json:"why"`
 	Counts Counts      `json:"counts"`
+	// ToVerify groups the level's unverified observable MUSTs by what the
+	// implementer can do to verify them.
+	ToVerify []Remedy `json:"to_verify,omitempty"`
+}
+
+// Remedy is one thing an implementer can do, and the requirements it would
+// let the suite verify.
+type Remedy struct {
+	Remedy       string   `json:"remedy"`
+	Requirements []string `json:"requirements"`
 }
 
 // ReqResult is one requirement's verdict, rolled up over its specs.
@@ -113,6 +138,7 @@ type ReqResult struct {
 	Summary    string     `json:"summary"`
 	Verdict    Verdict    `json:"verdict"`
 	Message    string     `json:"message"`
+	Remedy     string     `json:"remedy,omitempty"` // for unverified: how to get it verified
 	DurationMS float64    `json:"duration_ms"`
 	Specs      []string   `json:"specs"`
 	Evidence   []Evidence `json:"evidence,omitempty"`
@@ -123,6 +149,7 @@ type Evidence struct {
 	Spec    string  `json:"spec"`
 	Verdict Verdict `json:"verdict"`
 	Message string  `json:"message"`
+	Remedy  string  `json:"remedy,omitempty"`
 	Curl    string  `json:"curl,omitempty"`
 }
 
@@ -133,6 +160,7 @@ type SpecResult struct {
 	Requirements []string          `json:"requirements"`
 	Verdict      Verdict           `json:"verdict"`
 	Message      string            `json:"message,omitempty"`
+	Remedy       string            `json:"remedy,omitempty"`
 	DurationMS   float64           `json:"duration_ms"`
 	Transcript   []client.Exchange `json:"transcript,omitempty"`
 	Dropped      int               `json:"transcript_dropped,omitempty"`

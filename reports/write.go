@@ -143,7 +143,14 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		}
 		switch s.Verdict {
 		case Skip:
-			c.Skipped = &junitMessage{Message: s.Message}
+			c.Skipped = &junitMessage{Message: "not applicable: " + s.Message}
+			js.Skipped++
+		case Unverified:
+			m := "unverified: " + s.Message
+			if s.Remedy != "" {
+				m += " (to verify: " + s.Remedy + ")"
+			}
+			c.Skipped = &junitMessage{Message: m}
 			js.Skipped++
 		case Fail:
 			c.Failure = &junitMessage{Message: firstLine(s.Message), Type: "nonconformant", Text: detail}
@@ -206,9 +213,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# conform: %s\n\n", verdictLine(r))
 	fmt.Fprintf(&b, "Target `%s`, protocol `%s`, %s %s, seed %d, %.1f s.\n\n", r.Target, r.ProtocolVersion, r.Tool.Name, r.Tool.Version, r.Seed, r.DurationMS/1000)
-	b.WriteString("| Level | Status | Pass | Fail | Warn | Skip | Error |\n|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| Level | Status | Pass | Fail | Warn | Unverified | Skip | Error |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.Levels {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d |\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Skip, l.Counts.Error)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
 	}
 	section := func(title string, v Verdict) {
 		var rows []ReqResult
@@ -228,6 +235,15 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	section("Failures", Fail)
 	section("Errors", Error)
 	section("Warnings", Warn)
+	for _, l := range r.Levels {
+		if len(l.ToVerify) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Unverified %s MUSTs: how to verify them\n\n", l.Level)
+		for _, rm := range l.ToVerify {
+			fmt.Fprintf(&b, "- %s: %s\n", mdEscape(rm.Remedy), strings.Join(rm.Requirements, ", "))
+		}
+	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n## Notes\n\n")
 		for _, n := range r.Notes {
@@ -253,11 +269,16 @@ func verdictLine(r *Report) string {
 // WriteTable writes the console's final table.
 func WriteTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tSKIP\tERROR")
+	fmt.Fprintln(tw, "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tUNVERIFIED\tSKIP\tERROR")
 	for _, l := range r.Levels {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Skip, l.Counts.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
 	}
 	tw.Flush()
+	for _, l := range r.Levels {
+		for _, rm := range l.ToVerify {
+			fmt.Fprintf(w, "UNVERIFIED %s: %s\n  to verify: %s\n", l.Level, list(rm.Requirements), rm.Remedy)
+		}
+	}
 	for _, q := range r.Requirements {
 		if q.Verdict == Fail || q.Verdict == Error {
 			fmt.Fprintf(w, "%s %s: %s\n  %s\n", strings.ToUpper(string(q.Verdict)), q.ID, firstLine(q.Message), q.Link)

@@ -15,10 +15,14 @@ import (
 const (
 	ReqLabelPrefix   = "req:"
 	LevelLabelPrefix = "level:"
-	EntryVerdict     = "conform.verdict"
-	EntryTranscript  = "conform.transcript"
-	EntryLatency     = "conform.latency"
-	EntryNote        = "conform.note" // informational, never a verdict
+	// OfflineLabel marks a self-check of the suite's own verifiers on its
+	// fixtures: it talks to no target, so it is no verdict on one.
+	OfflineLabel    = "offline"
+	EntryVerdict    = "conform.verdict"
+	EntryTranscript = "conform.transcript"
+	EntryLatency    = "conform.latency"
+	EntryNote       = "conform.note" // informational, never a verdict
+	EntrySkip       = "conform.skip" // why a spec ended without judging the target
 )
 
 // Verdict values a spec records beyond pass (which is implied).
@@ -26,13 +30,35 @@ const (
 	VerdictFail  = "fail"
 	VerdictWarn  = "warn"
 	VerdictError = "error"
+	// VerdictUnverified: the check had nothing to look at, or could not run
+	// for want of the test hook, of data or of a prerequisite. Never a pass.
+	VerdictUnverified = "unverified"
 )
+
+// Skip kinds: why a spec ended without a verdict of its own.
+const (
+	// SkipUnverified leaves the spec's requirements unverified (a level
+	// with an unverified MUST is partial).
+	SkipUnverified = "unverified"
+	// SkipNotApplicable leaves the spec out of its requirements' roll-up:
+	// by the target's own claims the behaviour does not apply.
+	SkipNotApplicable = "not_applicable"
+)
+
+// Skip records why a spec stopped without judging the target, and what the
+// implementer can do so that a later run verifies it.
+type Skip struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	Remedy string `json:"remedy,omitempty"`
+}
 
 // Verdict is one requirement's recorded outcome inside a spec.
 type Verdict struct {
 	Req     string `json:"req"`
 	Verdict string `json:"verdict"`
 	Message string `json:"message"`
+	Remedy  string `json:"remedy,omitempty"` // with VerdictUnverified
 }
 
 // Transcript is a failed spec's redacted wire record.

@@ -127,13 +127,14 @@ var _ = AfterEach(func() {
 }, OncePerOrdered)
 
 // Offline marks a spec that checks fixtures or the suite's own verifiers
-// without talking to the target: it runs whatever levels are selected.
-var Offline = Label("offline")
+// without talking to the target: it runs whatever levels are selected, and
+// the report lists it under self_checks, never as a verdict on the target.
+var Offline = Label(evidence.OfflineLabel)
 
 // gate skips a spec whose level this run does not check, with the reason.
 func gate(env *target.Env) {
 	labels := CurrentSpecReport().Labels()
-	if slices.Contains(labels, "offline") {
+	if slices.Contains(labels, evidence.OfflineLabel) {
 		return
 	}
 	for _, l := range labels {
@@ -146,7 +147,7 @@ func gate(env *target.Env) {
 			continue
 		}
 		if sel := env.Selected(lv); !sel.Run {
-			Skip(fmt.Sprintf("level %s not checked: %s", lv, sel.Reason))
+			NotApplicable(fmt.Sprintf("level %s not checked: %s", lv, sel.Reason))
 		}
 	}
 }
@@ -268,4 +269,39 @@ func Do(ctx context.Context, req client.Request, reqs ...string) *client.Respons
 // a reader should know that is not a verdict on any requirement.
 func Note(msg string) {
 	AddReportEntry(evidence.EntryNote, Env().Redactor.String(msg), ReportEntryVisibilityNever)
+}
+
+// Remedies: what an implementer can do so that an unverified requirement is
+// verified by the next run.
+const (
+	RemedyScenarios = "implement the conform.scenarios test hook (docs/scenarios.md) so the suite can drive tasks into this state"
+	RemedyAgentEnds = "let the target's agent finish a plain text task within --task-timeout, or implement the conform.scenarios hook (docs/scenarios.md)"
+)
+
+// Unverified ends the spec without a verdict on the target: the check could
+// not run for want of the test hook, of data, or of a prerequisite. Every
+// requirement the spec names that has no verdict of its own is then
+// unverified — never passed — and remedy tells the implementer what to do
+// so that a later run verifies it.
+func Unverified(reason, remedy string) {
+	GinkgoHelper()
+	AddReportEntry(evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: Env().Redactor.String(reason), Remedy: remedy}, ReportEntryVisibilityNever)
+	Skip("unverified: " + reason)
+}
+
+// NotApplicable ends the spec because, by the target's own claims (a level
+// or capability it does not advertise), the behaviour does not apply. The
+// spec is left out of its requirements' roll-up.
+func NotApplicable(reason string) {
+	GinkgoHelper()
+	AddReportEntry(evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: Env().Redactor.String(reason)}, ReportEntryVisibilityNever)
+	Skip("not applicable: " + reason)
+}
+
+// NothingToCheck records that one requirement had nothing to look at in
+// this spec (no receipt id to follow, no outcome to read…): it is
+// unverified, never passed. The spec goes on with its other checks.
+func NothingToCheck(req, reason, remedy string) {
+	v := evidence.Verdict{Req: req, Verdict: evidence.VerdictUnverified, Message: Env().Redactor.String(reason), Remedy: remedy}
+	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
 }
