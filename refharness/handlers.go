@@ -16,6 +16,14 @@ import (
 // ---- discovery and agent card (public) ----
 
 func (s *Server) discovery() map[string]any {
+	d := s.discoveryDoc()
+	if s.opts.Variants.Has(VariantNoScenarioHook) {
+		delete(d["capabilities"].(map[string]any), "conform.scenarios")
+	}
+	return d
+}
+
+func (s *Server) discoveryDoc() map[string]any {
 	return map[string]any{
 		"object":             "protocol_discovery",
 		"protocol_family":    "harn_agents_protocol",
@@ -76,7 +84,7 @@ func (s *Server) agentCard(base string) map[string]any {
 		"name": "conform reference harness", "description": desc,
 		"protocol_version": ProtocolVersion,
 		"skills":           skills,
-		"capabilities":     []string{"rest", "sse", "receipts", "conform.scenarios"},
+		"capabilities":     s.cardCapabilities(),
 		"auth_schemes":     []string{"bearer"},
 		"persona_ids":      s.personaIDs(),
 		"receipt_policy":   "required",
@@ -95,6 +103,13 @@ func (s *Server) agentCard(base string) map[string]any {
 				"description": "Scenario-driven deterministic agent (docs/scenarios.md).", "tags": []string{"conformance", "testing"}}},
 		},
 	}
+}
+
+func (s *Server) cardCapabilities() []string {
+	if s.opts.Variants.Has(VariantNoScenarioHook) {
+		return []string{"rest", "sse", "receipts"}
+	}
+	return []string{"rest", "sse", "receipts", "conform.scenarios"}
 }
 
 func (s *Server) personaIDs() []string {

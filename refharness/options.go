@@ -211,10 +211,18 @@ const (
 	VariantExtraFields            Variant = "extra-fields"              // an unknown extension field in every object
 	VariantReorderedKeys          Variant = "reordered-keys"            // JSON object keys in alphabetical order
 	VariantCancelTerminalConflict Variant = "cancel-terminal-409"       // cancel of a terminal task answers 409 conflict, not 400
+	// VariantNoScenarioHook hides the conform.scenarios test hook, as on a
+	// third-party server: discovery and the card do not advertise it and
+	// task metadata["conform.scenario"] is ignored (every task is the
+	// default echo agent's).
+	VariantNoScenarioHook Variant = "no-scenario-hook"
+	// VariantChattyAgent makes the default agent emit 60 agent.message
+	// events per task: more than one default page (50) of events.
+	VariantChattyAgent Variant = "chatty-agent"
 )
 
 // AllVariants lists every variant.
 func AllVariants() []Variant {
 	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
-		VariantReorderedKeys, VariantCancelTerminalConflict}
+		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent}
 }

@@ -118,6 +118,11 @@ func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) 
 	if e != nil {
 		return nil, e
 	}
+	if s.opts.Variants.Has(VariantNoScenarioHook) {
+		// A server without the hook: the steps are just metadata it keeps.
+		meta[scenario.Key+".ignored"] = meta[scenario.Key]
+		delete(meta, scenario.Key)
+	}
 	var sc *scenario.Scenario
 	if v, ok := meta[scenario.Key]; ok {
 		var err error
@@ -306,7 +311,7 @@ func (s *Server) startWorker(id string, sc *scenario.Scenario, rn *runner) {
 }
 
 func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *runner) {
-	steps := defaultSteps(s.taskInput(id))
+	steps := s.defaultSteps(s.taskInput(id))
 	if sc != nil {
 		steps = sc.Steps
 	}
@@ -336,6 +341,15 @@ func onlyTerminal(steps []scenario.Step) bool {
 }
 
 // defaultSteps is the echo agent: one agent message repeating the input, then COMPLETED.
+func (s *Server) defaultSteps(text string) []scenario.Step {
+	steps := defaultSteps(text)
+	if s.opts.Variants.Has(VariantChattyAgent) {
+		chatty := []scenario.Step{{Op: scenario.OpEmit, Count: 60, Text: "chatty: " + text}}
+		steps = append(chatty, steps...)
+	}
+	return steps
+}
+
 func defaultSteps(text string) []scenario.Step {
 	return []scenario.Step{
 		{Op: scenario.OpEmit, Count: 1, Text: "echo: " + text},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	data := fs.String("data", "", "data directory of the durable event log (empty: in memory, lost at exit)")
 	keyFile := fs.String("api-key-file", "", "file whose first line is the API key of actor actor_default (else env CONFORM_SERVE_API_KEY, else a generated key printed to stderr)")
+	var variants, faults names
+	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
+	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n\nRuns the reference Harness standalone.\n\nflags:")
 		fs.PrintDefaults()
@@ -45,7 +49,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		// local stand-in; it goes to stderr, never into a report.
 		fmt.Fprintf(stderr, "conform serve: api key: %s\n", key)
 	}
-	h, err := refharness.New(refharness.Options{DataDir: *data, APIKeys: map[string]string{key: "actor_default"}})
+	opts := refharness.Options{DataDir: *data, APIKeys: map[string]string{key: "actor_default"}, Variants: refharness.Variants{}, Faults: refharness.Faults{}}
+	for _, v := range variants {
+		if !slices.Contains(refharness.AllVariants(), refharness.Variant(v)) {
+			return 2, usageError{msg: fmt.Sprintf("--variant %q: no such variant (have %v)", v, refharness.AllVariants()), usage: flagUsage(fs)}
+		}
+		opts.Variants[refharness.Variant(v)] = true
+	}
+	for _, f := range faults {
+		if !slices.Contains(refharness.AllFaults(), refharness.Fault(f)) {
+			return 2, usageError{msg: fmt.Sprintf("--fault %q: no such fault", f), usage: flagUsage(fs)}
+		}
+		opts.Faults[refharness.Fault(f)] = true
+	}
+	h, err := refharness.New(opts)
 	if err != nil {
 		return 2, err
 	}
@@ -75,6 +92,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	return 0, nil
 }
+
+// names is a repeatable string flag.
+type names []string
+
+func (n *names) String() string     { return strings.Join(*n, ",") }
+func (n *names) Set(v string) error { *n = append(*n, v); return nil }
 
 func readSmall(path string) ([]byte, error) {
 	f, err := os.Open(path)

@@ -149,7 +149,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("DecodeEventJSON(%q) = %+v without error, want the required fields", b, e)
 		}
 		cs, _ := Changes(e.Resource.ID, []Event{e, e})
-		_ = Legal("x", cs)
+		_ = Legal("x", "", cs)
 		_ = Recorded("x", cs, ChangeStatuses(cs), Completed)
 	})
 }

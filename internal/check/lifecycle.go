@@ -157,10 +157,16 @@ func Changes(taskID string, evs []Event) ([]Change, error) {
 	return out, nil
 }
 
-// Legal checks the moves that state events record: each is an allowed
-// transition, and nothing follows a terminal status.
-func Legal(where string, cs []Change) error {
-	cur := ""
+// Legal checks the moves that state events record, starting from the
+// status the task was created in (initial; SUBMITTED unless the submit
+// answer said otherwise): each is an allowed transition, and nothing follows
+// a terminal status. A task's first state event is a move too: a task
+// created SUBMITTED whose first event announces COMPLETED skipped WORKING.
+func Legal(where, initial string, cs []Change) error {
+	cur := initial
+	if !KnownStatus(cur) {
+		cur = Submitted
+	}
 	for _, c := range cs {
 		if !KnownStatus(c.To) {
 			continue

@@ -91,7 +91,7 @@ func TestLegal(t *testing.T) {
 		ch(Working, Working, Completed),
 		ch("SUBMITTED>WORKING", "WORKING>AUTH_REQUIRED", "AUTH_REQUIRED>FAILED"),
 	} {
-		if err := Legal("x", ok); err != nil {
+		if err := Legal("x", "", ok); err != nil {
 			t.Errorf("Legal(%v) = %v", ok, err)
 		}
 	}
@@ -103,8 +103,12 @@ func TestLegal(t *testing.T) {
 		{ch(Submitted, Completed), "SUBMITTED → COMPLETED"},
 		{ch(Submitted, Working, Completed, Canceled), "from terminal COMPLETED to CANCELED"},
 		{ch(Submitted, Working, Canceled, "WORKING>COMPLETED"), "from terminal CANCELED to COMPLETED"},
+		// Only a terminal event: the task was created SUBMITTED, so its
+		// first event records SUBMITTED → COMPLETED.
+		{ch(Completed), "SUBMITTED → COMPLETED"},
+		{ch(InputRequired, Working, Completed), "SUBMITTED → INPUT_REQUIRED"},
 	} {
-		if err := Legal("x", tc.cs); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := Legal("x", "", tc.cs); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Legal(%v) = %v, want %q", tc.cs, err, tc.want)
 		}
 	}

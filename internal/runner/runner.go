@@ -133,8 +133,8 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		done++
 		word := progressWord(sr)
 		counts[word]++
-		fmt.Fprintf(console, "[%d/%d pass %d fail %d warn %d skip %d error %d] %-5s %s: %s (%s)\n",
-			done, total, counts["PASS"], counts["FAIL"], counts["WARN"], counts["SKIP"], counts["ERROR"],
+		fmt.Fprintf(console, "[%d/%d pass %d fail %d warn %d unverified %d skip %d error %d] %-5s %s: %s (%s)\n",
+			done, total, counts["PASS"], counts["FAIL"], counts["WARN"], counts["UNVER"], counts["SKIP"], counts["ERROR"],
 			word, specLevel(sr), env.Redactor.String(sr.FullText()), sr.RunTime.Round(time.Millisecond))
 	})
 	ReportAfterSuite("conform", func(r Report) {
@@ -176,7 +176,12 @@ func progressWord(sr SpecReport) string {
 		}
 		return "PASS"
 	case sr.State == types.SpecStateSkipped:
-		return "SKIP"
+		for _, e := range sr.ReportEntries {
+			if e.Name == evidence.EntrySkip && strings.Contains(e.Value.AsJSON, `"kind":"`+evidence.SkipNotApplicable+`"`) {
+				return "SKIP"
+			}
+		}
+		return "UNVER"
 	case sr.State == types.SpecStateFailed:
 		return "FAIL"
 	default:

@@ -85,11 +85,13 @@ var _ = Describe("Task lifecycle", func() {
 	})
 })
 
-// skipWithoutScenarios skips a spec that needs a task in a given state when
-// the target does not implement the scenario contract (docs/scenarios.md).
+// skipWithoutScenarios ends a spec that needs a task in a given state when
+// the target does not implement the scenario contract (docs/scenarios.md):
+// its requirements are unverified by this spec, never passed by it.
 func skipWithoutScenarios() {
 	if suite.Env().Discovery.Scenarios() == "" {
-		Skip(`the target does not advertise the conform.scenarios contract (GET /v1 capabilities["conform.scenarios"]), so no task can be driven into this state`)
+		suite.Unverified(`the target does not advertise the conform.scenarios contract (GET /v1 capabilities["conform.scenarios"]), so no task can be driven into this state`,
+			suite.RemedyScenarios)
 	}
 }
 
@@ -98,21 +100,37 @@ func skipWithoutScenarios() {
 const pollEvery = 5 * time.Millisecond
 
 // flow is one spec's own workspace, session and tasks, with every task
-// status it has read, in order.
+// status it has read, in order, and a live view of the session's stream.
 type flow struct {
 	session string
 	reads   map[string][]string
+	// watch is the session stream, opened before the first submit; nil
+	// with watchErr when the target did not answer it with a stream (the
+	// streaming specs judge that).
+	watch    *watch
+	watchErr error
 }
 
-// newFlow creates a workspace and a session for the spec. A target that
-// cannot do that cannot be checked further; the spec fails with the reason.
+// newFlow gets a workspace, creates a session for the spec and opens the
+// session's stream before anything is submitted. A target that cannot
+// create the session cannot be checked further; the spec fails with the
+// reason.
 func newFlow(ctx context.Context) *flow {
 	GinkgoHelper()
-	// A target may provision workspaces itself (creating them is Extended):
-	// workspaceFor falls back to one it lists.
 	ws := workspaceFor(ctx, specReqs()[0])
 	se := created(ctx, client.Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}})
-	return &flow{session: se, reads: map[string][]string{}}
+	f := &flow{session: se, reads: map[string][]string{}}
+	f.watch, f.watchErr = watchSession(ctx, se)
+	return f
+}
+
+// initial is the status the task was created in, as its submit answer said
+// (SUBMITTED when it said nothing).
+func (f *flow) initial(id string) string {
+	if r := f.reads[id]; len(r) > 0 && check.KnownStatus(r[0]) {
+		return r[0]
+	}
+	return check.Submitted
 }
 
 // roundTrip performs an exchange for the current spec. If the target cannot be
@@ -198,9 +216,15 @@ func (f *flow) await(ctx context.Context, id string, want func(string) bool) (ma
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
-		m, _ := f.get(ctx, id)
-		if s, _ := m["status"].(string); want(s) {
+		m, resp := f.get(ctx, id)
+		s, _ := m["status"].(string)
+		if want(s) {
 			return m, true
+		}
+		if !check.KnownStatus(s) {
+			// No wait can end on a value outside the closed enum: judge it now.
+			suite.Must("CORE-READ-004", fmt.Errorf("%s: task status is %s, want one of the seven upper-case lifecycle states (SUBMITTED, WORKING, INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED, FAILED, CANCELED)",
+				resp, quote(m["status"])))
 		}
 		if time.Now().After(deadline) {
 			return m, false
@@ -268,7 +292,7 @@ func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
 	GinkgoHelper()
 	cs, ok := f.stateEventsUntil(ctx, id, status)
 	if !ok {
-		return
+		return // stateEventsUntil reported why
 	}
 	suite.Check("CORE-LIFE-002", check.Recorded("GET /v1/tasks/"+id+"/events (before the answer)", cs, f.reads[id], status))
 }
@@ -330,6 +354,11 @@ func (f *flow) stateEventsUntil(ctx context.Context, id, final string) (cs []che
 		if !check.KnownStatus(final) || (len(cs) > 0 && cs[len(cs)-1].To == final) || time.Now().After(deadline) {
 			return cs, true
 		}
+		if len(cs) > 0 && (check.Terminal(cs[len(cs)-1].To) || !check.KnownStatus(cs[len(cs)-1].To)) {
+			// The events already ended elsewhere (or on a value that is no
+			// status): more waiting cannot bring final. Judge what is there.
+			return cs, true
+		}
 		select {
 		case <-ctx.Done():
 			return cs, true
@@ -355,20 +384,23 @@ func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 	GinkgoHelper()
 	task := "/v1/tasks/" + client.Seg(id)
 	cs, ok := f.stateEventsUntil(ctx, id, final)
-	if !ok {
+	if ok {
+		suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/events", f.initial(id), cs))
+		suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/events", cs, f.reads[id], final))
+	}
+	if !check.Terminal(final) {
+		// A task still running at the deadline: its streams would not end
+		// either. The polled statuses are still judged by the caller.
+		suite.NothingToCheck("CORE-LIFE-002", fmt.Sprintf("task %s was still %s after --task-timeout %s, so its streams were not read to the end",
+			id, final, suite.Env().Config.Timeouts.Task), suite.RemedyAgentEnds)
 		return
 	}
-	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/events", cs))
-	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/events", cs, f.reads[id], final))
-
-	if !check.Terminal(final) {
-		return // a task still running at the deadline: its stream would not end either
-	}
+	f.verifyLive(ctx, id, final)
 	// The same story on the task stream. A stream that is not one, or whose
 	// frames cannot be read, is reported under the SSE requirements only.
 	rd := readStream(ctx, task+"/stream", "", func(rd *stream) bool {
 		scs, _ := check.Changes(id, rd.events)
-		return rd.badFrame != nil || len(scs) > 0 && scs[len(scs)-1].To == final
+		return rd.badFrame != nil || len(scs) > 0 && (scs[len(scs)-1].To == final || check.Terminal(scs[len(scs)-1].To))
 	})
 	if rd.notStream != nil {
 		suite.Check("CORE-SSE-001", rd.notStream)
@@ -383,8 +415,57 @@ func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 		suite.Check("CORE-LIFE-002", fmt.Errorf("GET %s/stream: %w", task, err))
 		return
 	}
-	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/stream", scs))
+	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/stream", f.initial(id), scs))
 	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/stream", scs, nil, final))
+}
+
+// verifyLive checks the task's state events as the session stream, opened
+// before the task was submitted, delivered them while they happened: every
+// transition, the first included, on any server.
+func (f *flow) verifyLive(ctx context.Context, id, final string) {
+	GinkgoHelper()
+	if f.watch == nil || f.watchErr != nil {
+		suite.Check("CORE-SSE-001", f.watchErr)
+		return
+	}
+	where := "GET " + f.watch.path + " (opened before the task was submitted)"
+	evs, ok := f.watch.until(ctx, func(evs []check.Event) bool {
+		cs := taskChanges(id, evs)
+		return len(cs) > 0 && check.Terminal(cs[len(cs)-1].To)
+	})
+	if !ok {
+		suite.Check("CORE-SSE-001", fmt.Errorf("%s: the task ended %s, but the stream did not deliver its state events up to a terminal one: %s (delivered for the task: %s)",
+			where, final, f.watch.why(), changeKinds(taskChanges(id, evs))))
+		return
+	}
+	cs, err := check.Changes(id, evs)
+	if err != nil {
+		suite.Check("CORE-LIFE-002", fmt.Errorf("%s: %w", where, err))
+		return
+	}
+	suite.Check("CORE-LIFE-001", check.Legal(where, f.initial(id), cs))
+	suite.Check("CORE-LIFE-002", check.Recorded(where, cs, f.reads[id], final))
+}
+
+func changeKinds(cs []check.Change) string {
+	if len(cs) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, c := range cs {
+		if i > 0 {
+			out += ", "
+		}
+		out += c.Kind + "→" + c.To
+	}
+	return out
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // failureVisible looks for why a FAILED task failed: a failure on the task
