@@ -52,6 +52,15 @@ func Build(in Input, gr types.Report) *Report {
 	}
 	var outcomes []specOutcome
 	lat := map[string][]float64{}
+	// A run cut off by --max-duration (or an interrupt) leaves specs not
+	// run: that is the suite's limit, never the target's failure.
+	cutOff := ""
+	for _, why := range gr.SpecialSuiteFailureReasons {
+		if strings.Contains(why, "Timeout") || strings.Contains(why, "Interrupt") {
+			cutOff = why
+			r.Notes = append(r.Notes, "the run was cut off before every spec ran: "+why)
+		}
+	}
 	for _, sr := range gr.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			if sr.State.Is(types.SpecStateFailureStates) {
@@ -61,7 +70,7 @@ func Build(in Input, gr types.Report) *Report {
 			}
 			continue
 		}
-		o := outcome(in, sr)
+		o := outcome(in, sr, cutOff)
 		o.offline = slices.Contains(sr.Labels(), evidence.OfflineLabel)
 		for _, e := range sr.ReportEntries {
 			switch e.Name {
@@ -127,7 +136,7 @@ func scrub(r *Report, red *redact.Redactor) *Report {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 
-func outcome(in Input, sr types.SpecReport) specOutcome {
+func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 	red := in.Env.Redactor
 	o := specOutcome{
 		res: SpecResult{
@@ -172,6 +181,8 @@ func outcome(in Input, sr types.SpecReport) specOutcome {
 	switch {
 	case sr.State == types.SpecStatePassed:
 		o.res.Verdict = Pass
+	case sr.NumAttempts == 0 && cutOff != "":
+		o.res.Verdict, msg = Error, "not run: the run was cut off ("+cutOff+"); raise --max-duration to let it finish"
 	case sr.NumAttempts == 0:
 		// Filtered out by --label-filter or --focus: a narrowed run checked
 		// nothing here, so nothing here is verified.

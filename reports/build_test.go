@@ -120,6 +120,10 @@ func TestEverySpecMustPass(t *testing.T) {
 		{"nothing to check", []types.SpecReport{spec("v", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
 			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "unverified", Message: "no outcome", Remedy: "r"}))}, Unverified},
 		{"filtered out", []types.SpecReport{pass, {LeafNodeType: types.NodeTypeIt, LeafNodeText: "f", LeafNodeLabels: []string{"req:CORE-A-001"}, State: types.SpecStateSkipped}}, Unverified},
+		{"pass and not applicable to this requirement", []types.SpecReport{pass, spec("m", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "skip", Message: "a MAY not taken up"}))}, Pass},
+		{"only not applicable to this requirement", []types.SpecReport{spec("m", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "skip", Message: "a MAY not taken up"}))}, Skip},
 		{"pass and warn", []types.SpecReport{pass, spec("w", types.SpecStatePassed, "", []string{"req:CORE-A-001"},
 			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "warn", Message: "w"}))}, Warn},
 		{"pass and fail", []types.SpecReport{pass, spec("f", types.SpecStateFailed, "CORE-A-001: bad", []string{"req:CORE-A-001"},
@@ -336,4 +340,34 @@ func TestEvidenceCurlNamesTheFailingRequest(t *testing.T) {
 			t.Errorf("message %q: evidence %+v, want curl %q", tc.msg, q.Evidence, tc.want)
 		}
 	}
+}
+
+// A run cut off by --max-duration: the spec interrupted mid-way and the
+// specs never started are errors (exit 2), never failures of the target.
+func TestCutOffRunIsError(t *testing.T) {
+	gr := run(nil,
+		spec("done", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+		spec("cut", types.SpecStateInterrupted, "interrupted by the suite timeout", []string{"req:CORE-A-002"}),
+		types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: "never ran", LeafNodeLabels: []string{"req:RCPT-A-001", "req:CORE-A-003"}, State: types.SpecStateSkipped})
+	gr.SpecialSuiteFailureReasons = []string{"Suite Timeout Elapsed"}
+	r := Build(Input{Env: env(core), Registry: reg(t)}, gr)
+	for id, want := range map[string]Verdict{"CORE-A-001": Pass, "CORE-A-002": Error, "CORE-A-003": Error} {
+		if q := find(r, id); q.Verdict != want {
+			t.Errorf("%s = %s (%s), want %s", id, q.Verdict, q.Message, want)
+		}
+	}
+	if r.ExitCode != 2 || len(verdictsOf(r, Fail)) > 0 {
+		t.Errorf("exit %d, failures %v; want exit 2 and no failure", r.ExitCode, verdictsOf(r, Fail))
+	}
+	checkOutputs(t, r)
+}
+
+func verdictsOf(r *Report, v Verdict) []string {
+	var ids []string
+	for _, q := range r.Requirements {
+		if q.Verdict == v {
+			ids = append(ids, q.ID)
+		}
+	}
+	return ids
 }

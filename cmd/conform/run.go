@@ -10,6 +10,7 @@ import (
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/internal/runner"
+	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/refharness"
 
 	// The suites register their specs by import.
@@ -50,7 +51,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 	skip := map[string]bool{"redact": true}
 	if self {
 		name = "selftest"
-		skip["target"], skip["api_key"], skip["api_key_file"], skip["ca_file"] = true, true, true, true
+		skip["target"], skip["api_key"], skip["api_key_file"], skip["ca_file"], skip["restart_cmd"] = true, true, true, true, true
 	}
 	fs := flag.NewFlagSet("conform "+name, flag.ContinueOnError)
 	cfgFile := fs.String("config", "", "configuration file, YAML or JSON (env CONFORM_CONFIG)")
@@ -75,7 +76,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 		// selftest's target is its own: ignore a target from the environment.
 		env = func(k string) string {
 			switch k {
-			case config.EnvName("target"), config.EnvName("api_key"), config.EnvName("api_key_file"):
+			case config.EnvName("target"), config.EnvName("api_key"), config.EnvName("api_key_file"), config.EnvName("restart_cmd"):
 				return ""
 			}
 			return os.Getenv(k)
@@ -86,6 +87,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 		return 2, usageError{msg: err.Error(), usage: flagUsage(fs)}
 	}
 	var notes []string
+	var restart target.RestartFunc
 	if self {
 		h, err := embedded.Start(refharness.Options{})
 		if err != nil {
@@ -93,9 +95,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 		}
 		defer h.Close()
 		cfg.Target, cfg.APIKey = h.URL, h.APIKey
-		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL)
+		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL+
+			"; the durability checks restart it in-process over the same data directory")
+		restart = h.Restart
 	} else if cfg.Target == "" {
 		return 2, usageError{msg: "no target: give --target URL (or CONFORM_TARGET)", usage: flagUsage(fs)}
 	}
-	return runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: stdout, Notes: notes})
+	return runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: stdout, Notes: notes, Restart: restart})
 }

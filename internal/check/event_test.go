@@ -150,6 +150,6 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		cs, _ := Changes(e.Resource.ID, []Event{e, e})
 		_ = Legal("x", "", cs)
-		_ = Recorded("x", cs, ChangeStatuses(cs), Completed)
+		_ = Recorded("x", "", cs, ChangeStatuses(cs), Completed)
 	})
 }

@@ -198,28 +198,33 @@ func orNone(ss []string) string {
 }
 
 // Recorded checks that every transition has its state event: an event that
-// names its previous status must follow an event announcing that status;
+// names its previous status must follow an event announcing that status, or
+// the status the task was created in (initial) when it is the first;
 // every status seen by polling (other than SUBMITTED, which is where a task
 // starts, not a transition) must be announced by some event; and the task's
 // final status must be the last one announced.
-func Recorded(where string, cs []Change, polled []string, final string) error {
-	cur := ""
+func Recorded(where, initial string, cs []Change, polled []string, final string) error {
+	cur := initial
+	if !KnownStatus(cur) {
+		cur = Submitted
+	}
 	announced := map[string]bool{}
+	last := ""
 	for _, c := range cs {
-		if cur != "" && KnownStatus(c.From) && c.From != cur && c.To != cur {
-			return fmt.Errorf("%s: event %s says the task moved %s → %s, but no state event records the move %s → %s (the previous state event announced %s)",
+		if KnownStatus(c.From) && c.From != cur && c.To != cur {
+			return fmt.Errorf("%s: event %s says the task moved %s → %s, but no state event records the move %s → %s (the task was %s before it)",
 				where, c, c.From, c.To, cur, c.From, cur)
 		}
 		announced[c.To] = true
-		cur = c.To
+		cur, last = c.To, c.To
 	}
 	for _, s := range polled {
 		if KnownStatus(s) && s != Submitted && !announced[s] {
 			return fmt.Errorf("%s: polling the task read %s, but no task state event announces %s (events: %s)", where, s, s, changeList(cs))
 		}
 	}
-	if KnownStatus(final) && final != cur {
-		return fmt.Errorf("%s: the task is %s, but its last task state event announces %q (events: %s)", where, final, cur, changeList(cs))
+	if KnownStatus(final) && final != last {
+		return fmt.Errorf("%s: the task is %s, but its last task state event announces %q (events: %s)", where, final, last, changeList(cs))
 	}
 	return nil
 }

@@ -116,10 +116,10 @@ func TestLegal(t *testing.T) {
 
 func TestRecorded(t *testing.T) {
 	full := ch(Submitted, "SUBMITTED>WORKING", "WORKING>COMPLETED")
-	if err := Recorded("x", full, []string{Submitted, Working, Completed}, Completed); err != nil {
+	if err := Recorded("x", "", full, []string{Submitted, Working, Completed}, Completed); err != nil {
 		t.Errorf("Recorded(full) = %v", err)
 	}
-	if err := Recorded("x", ch("SUBMITTED>WORKING", "WORKING>COMPLETED"), []string{Submitted, Completed}, Completed); err != nil {
+	if err := Recorded("x", "", ch("SUBMITTED>WORKING", "WORKING>COMPLETED"), []string{Submitted, Completed}, Completed); err != nil {
 		t.Errorf("Recorded(no task.submitted) = %v", err)
 	}
 	for _, tc := range []struct {
@@ -132,8 +132,11 @@ func TestRecorded(t *testing.T) {
 		{ch(Submitted, Completed), []string{Submitted, Working, Completed}, Completed, "polling the task read WORKING"},
 		{ch(Submitted, Working), nil, Completed, `last task state event announces "WORKING"`},
 		{nil, nil, Completed, `announces ""`},
+		// The first event names WORKING as where it came from, but the
+		// task was created SUBMITTED: SUBMITTED → WORKING had no event.
+		{ch("WORKING>COMPLETED"), nil, Completed, "no state event records the move SUBMITTED → WORKING"},
 	} {
-		if err := Recorded("x", tc.cs, tc.polled, tc.final); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := Recorded("x", "", tc.cs, tc.polled, tc.final); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Recorded(%v, %v, %s) = %v, want %q", tc.cs, tc.polled, tc.final, err, tc.want)
 		}
 	}

@@ -35,6 +35,9 @@ type Timeouts struct {
 	Request time.Duration `json:"request"` // one HTTP exchange
 	Task    time.Duration `json:"task"`    // a task reaching the state a spec waits for
 	Stream  time.Duration `json:"stream"`  // a stream delivering the frame a spec waits for
+	// Restart bounds the restart command, and then, separately, the wait
+	// for the target to answer GET /v1 again after the command returned.
+	Restart time.Duration `json:"restart"`
 }
 
 // Config is a whole run's configuration.
@@ -52,6 +55,16 @@ type Config struct {
 	MaxBodyBytes    int64    // cap on any response body read from the target
 	CAFile          string   // extra PEM roots for HTTPS targets
 	Redact          []string // further secrets to scrub from every output
+	// MaxDuration bounds the whole run; 0 = no bound. What it cuts off is
+	// an error, never a failure.
+	MaxDuration time.Duration
+	// WorkspaceID names a workspace the key may use, for targets that
+	// provision workspaces themselves (Core has no Workspace API).
+	WorkspaceID string
+	// RestartCmd is a shell command (run with sh -c) that restarts the
+	// target, for the durability checks; "" = those checks are unverified.
+	// It may hold credentials, so reports show only whether it was set.
+	RestartCmd string
 }
 
 // Defaults returns the configuration before any source is applied.
@@ -59,7 +72,7 @@ func Defaults() Config {
 	return Config{
 		Levels:          []string{LevelsClaimed},
 		Out:             "conform-report",
-		Timeouts:        Timeouts{Request: 10 * time.Second, Task: 30 * time.Second, Stream: 10 * time.Second},
+		Timeouts:        Timeouts{Request: 10 * time.Second, Task: 30 * time.Second, Stream: 10 * time.Second, Restart: time.Minute},
 		ProtocolVersion: ProtocolVersion,
 		MaxBodyBytes:    8 << 20,
 	}
@@ -68,7 +81,7 @@ func Defaults() Config {
 // A setting is one knob: its names in each source and how to apply a string.
 type setting struct {
 	key    string // file key and flag name (flag names use '-' for '_')
-	secret bool   // never shown, never accepted from a file
+	secret bool   // never shown: reports say only whether it is set
 	help   string
 	set    func(*Config, string) error
 	get    func(*Config) string
@@ -126,6 +139,20 @@ var settings = []setting{
 	durationSetting("request_timeout", "limit on one HTTP exchange", func(c *Config) *time.Duration { return &c.Timeouts.Request }, 100*time.Millisecond, 10*time.Minute),
 	durationSetting("task_timeout", "limit on a task reaching an awaited state", func(c *Config) *time.Duration { return &c.Timeouts.Task }, time.Second, time.Hour),
 	durationSetting("stream_timeout", "limit on a stream delivering an awaited frame", func(c *Config) *time.Duration { return &c.Timeouts.Stream }, 100*time.Millisecond, 10*time.Minute),
+	{key: "max_duration", help: "limit on the whole run (0: none); specs it cuts off are errors, never failures",
+		set: func(c *Config, v string) error {
+			if v = strings.TrimSpace(v); v == "0" {
+				v = "0s"
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+				return fmt.Errorf("%q is not 0 or a duration in [1s, 24h]", v)
+			}
+			c.MaxDuration = d
+			return nil
+		},
+		get: func(c *Config) string { return c.MaxDuration.String() }},
+	stringSetting("workspace_id", "id of a workspace the API key may use, for a target that provisions workspaces itself (Core does not include the Workspace API); unset: the suite creates or lists one", func(c *Config) *string { return &c.WorkspaceID }),
 	stringSetting("label_filter", "Ginkgo label filter expression, ANDed with the level selection", func(c *Config) *string { return &c.LabelFilter }),
 	listSetting("focus", "run only specs whose text matches these regular expressions", func(c *Config) *[]string { return &c.Focus }),
 	{key: "seed", help: "random seed of the spec order (0 picks one; the report records it)",
@@ -160,6 +187,10 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strings.Join(c.Redact, "\n") }},
+	{key: "restart_cmd", secret: true, help: "shell command (run with sh -c) that restarts the target, so the suite can check that tasks and idempotency keys survive a restart (docker restart NAME, systemctl restart UNIT, a script…); without it those MUSTs are unverified",
+		set: func(c *Config, v string) error { c.RestartCmd = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return c.RestartCmd }},
+	durationSetting("restart_timeout", "limit on the restart command, and then on the target answering GET /v1 again", func(c *Config) *time.Duration { return &c.Timeouts.Restart }, time.Second, time.Hour),
 }
 
 // EnvName is the environment variable of a setting key.
@@ -403,6 +434,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.APIKey, "\r\n") {
 		return errors.New("api_key: contains a line break")
+	}
+	if strings.ContainsRune(c.RestartCmd, 0) {
+		return errors.New("restart_cmd: contains a NUL byte")
 	}
 	return nil
 }

@@ -102,6 +102,8 @@ func TestEnvironRoundTrip(t *testing.T) {
 	c.Focus = []string{"SSE"}
 	c.Seed = 7
 	c.Redact = []string{"a", "b"}
+	c.RestartCmd = "docker restart 'my harness'"
+	c.Timeouts.Restart = 45 * time.Second
 	m := map[string]string{}
 	for _, kv := range c.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -120,6 +122,34 @@ func TestSettingsHaveFlagsAndEnv(t *testing.T) {
 	for _, s := range Settings() {
 		if s.Help == "" || !strings.HasPrefix(s.Env, "CONFORM_") || strings.Contains(s.Flag, "_") {
 			t.Errorf("setting %+v is incomplete", s)
+		}
+	}
+}
+
+func TestRestartSettings(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("restart_cmd: docker restart harness-sk-canary-77\nrestart_timeout: 90s\n"), 0o600)
+	c, err := Load(Sources{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RestartCmd != "docker restart harness-sk-canary-77" || c.Timeouts.Restart != 90*time.Second {
+		t.Errorf("Load = %q, %s; want the command and 90s from the file", c.RestartCmd, c.Timeouts.Restart)
+	}
+	if r := c.Redacted(); r["restart_cmd"] != "[REDACTED]" || r["restart_timeout"] != "1m30s" {
+		t.Errorf("Redacted() = %v, want the command hidden and the timeout shown", r)
+	}
+	c, err = Load(Sources{Env: env(map[string]string{"CONFORM_RESTART_CMD": "systemctl restart h"}), Flags: map[string]string{"restart-cmd": "./restart.sh"}})
+	if err != nil || c.RestartCmd != "./restart.sh" || c.Timeouts.Restart != time.Minute {
+		t.Errorf("Load = %q, %s, %v; want the flag's command and the 1m default", c.RestartCmd, c.Timeouts.Restart, err)
+	}
+	if d := Defaults().Redacted(); d["restart_cmd"] != "" {
+		t.Errorf("unset restart_cmd shows as %q, want empty", d["restart_cmd"])
+	}
+	for _, bad := range []string{"0s", "2h", "soon"} {
+		if _, err := Load(Sources{Flags: map[string]string{"restart-timeout": bad}}); err == nil || !strings.Contains(err.Error(), "--restart-timeout") {
+			t.Errorf("--restart-timeout %s: error %v, want one naming the flag", bad, err)
 		}
 	}
 }

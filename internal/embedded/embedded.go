@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/harn-conform/conform/refharness"
@@ -21,13 +22,19 @@ import (
 type Harness struct {
 	URL    string
 	APIKey string
+	dir    string             // the throw-away data directory Close removes
+	opts   refharness.Options // what every (re)start uses: same DataDir, same keys
+	addr   string             // the loopback address, kept across restarts
+
+	mu     sync.Mutex
 	srv    *http.Server
 	h      *refharness.Server
-	dir    string
+	closed bool
 }
 
-// StartLocal starts the reference Harness with a throw-away data directory
-// (durable mode, so the run exercises the real event log) and a fresh key.
+// Start starts the reference Harness with a throw-away data directory
+// (durable mode, so the run exercises the real event log, and a restart
+// recovers from it) and a fresh key.
 func Start(opts refharness.Options) (*Harness, error) {
 	dir, err := os.MkdirTemp("", "conform-refharness-")
 	if err != nil {
@@ -45,33 +52,78 @@ func Start(opts refharness.Options) (*Harness, error) {
 			break
 		}
 	}
-	h, err := refharness.New(opts)
-	if err != nil {
+	l := &Harness{APIKey: key, dir: dir, opts: opts, addr: "127.0.0.1:0"}
+	if err := l.startLocked(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("reference harness: %w", err)
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l.URL = "http://" + l.addr
+	return l, nil
+}
+
+// startLocked opens the harness over opts.DataDir and serves it on l.addr,
+// which it then fixes (the first start picks a free port).
+func (l *Harness) startLocked() error {
+	h, err := refharness.New(l.opts)
+	if err != nil {
+		return fmt.Errorf("reference harness: %w", err)
+	}
+	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
 		h.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("reference harness: %w", err)
+		return fmt.Errorf("reference harness: %w", err)
 	}
+	l.addr = ln.Addr().String()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(os.Stderr, "reference harness:", err)
 		}
 	}()
-	return &Harness{URL: "http://" + ln.Addr().String(), APIKey: key, srv: srv, h: h, dir: dir}, nil
+	l.srv, l.h = srv, h
+	return nil
 }
 
-// Close stops the server and removes its data directory.
-func (l *Harness) Close() error {
+// stopLocked cuts every connection (streams included) and closes the
+// harness, which stops its task workers and flushes its journal.
+func (l *Harness) stopLocked() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	l.srv.Shutdown(ctx) // streams may linger: Close below cuts them
 	l.srv.Close()
-	err := l.h.Close()
+	return l.h.Close()
+}
+
+// Restart stops the harness and starts a new one over the same data
+// directory on the same address, as a server restarted by its operator
+// would be: the new one rebuilds everything from the journal and recovers
+// the tasks that were running. It is the in-process counterpart of
+// --restart-cmd (a target.RestartFunc).
+func (l *Harness) Restart(ctx context.Context) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return "", errors.New("reference harness: restart after Close")
+	}
+	if err := l.stopLocked(); err != nil {
+		return "", fmt.Errorf("reference harness: stopping for the restart: %w", err)
+	}
+	if err := l.startLocked(); err != nil {
+		l.closed = true // nothing is serving any more
+		return "", fmt.Errorf("reference harness: starting again: %w", err)
+	}
+	return fmt.Sprintf("reference harness restarted in-process on %s over its data directory", l.addr), nil
+}
+
+// Close stops the server and removes its data directory.
+func (l *Harness) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if !l.closed {
+		l.closed = true
+		err = l.stopLocked()
+	}
 	os.RemoveAll(l.dir)
 	return err
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// Notes are informational lines for the report (for example, what
 	// selftest started).
 	Notes []string
+	// Restart, when set, restarts the target for the durability checks in
+	// place of Config.RestartCmd (selftest restarts its harness in-process).
+	Restart target.RestartFunc
 }
 
 // tester is the Ginkgo testing object of a run outside `go test`.
@@ -75,6 +78,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if err != nil {
 		return ExitEngine, err
 	}
+	if opts.Restart != nil {
+		env.Restart = opts.Restart
+	}
 	suite.Install(env)
 
 	seed := cfg.Seed
@@ -87,6 +93,11 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	sc.LabelFilter = cfg.LabelFilter
 	sc.FocusStrings = cfg.Focus
 	sc.Timeout = 24 * time.Hour // each wait inside a spec has its own named timeout
+	if cfg.MaxDuration > 0 {
+		// What the bound cuts off is reported as error, never fail
+		// (reports.Build).
+		sc.Timeout = cfg.MaxDuration
+	}
 	rc.Succinct = true
 	rc.NoColor = true
 	rc.SilenceSkips = true

@@ -28,7 +28,13 @@ func fromEnvironment() (*target.Env, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Request)
 	defer cancel()
-	return target.Open(ctx, cfg)
+	env, err := target.Open(ctx, cfg)
+	if err == nil && localServer != nil {
+		// The in-process harness restarts in-process (same address, same
+		// data directory), whatever CONFORM_RESTART_CMD says.
+		env.Restart = localServer.Restart
+	}
+	return env, err
 }
 
 var localServer *embedded.Harness

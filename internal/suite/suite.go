@@ -305,3 +305,12 @@ func NothingToCheck(req, reason, remedy string) {
 	v := evidence.Verdict{Req: req, Verdict: evidence.VerdictUnverified, Message: Env().Redactor.String(reason), Remedy: remedy}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
 }
+
+// NotApplicableTo records that, by what the target did within its rights (a
+// MAY it did not take up, an optional field it did not set), one
+// requirement does not apply in this spec. The spec goes on; the
+// requirement is judged by the other specs that name it.
+func NotApplicableTo(req, reason string) {
+	v := evidence.Verdict{Req: req, Verdict: "skip", Message: Env().Redactor.String(reason)}
+	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+}

@@ -76,6 +76,10 @@ type Env struct {
 	Discovery Discovery
 	Levels    []Selection
 	RunID     string // distinguishes this run's resources and keys from any other's
+	// Restart restarts the target (from --restart-cmd, or in-process for
+	// the built-in reference Harness); nil when the run cannot, and the
+	// durability checks are then unverified.
+	Restart RestartFunc
 }
 
 // Selected returns the selection of a level.
@@ -112,6 +116,9 @@ func Open(ctx context.Context, cfg config.Config) (*Env, error) {
 		return nil, err
 	}
 	env := &Env{Config: cfg, Client: c, Redactor: red, RunID: newRunID()}
+	if cfg.RestartCmd != "" {
+		env.Restart = CommandRestart(cfg.RestartCmd, cfg.Timeouts.Restart)
+	}
 	resp, err := c.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
 	if err != nil {
 		var te *client.TransportError

@@ -294,7 +294,7 @@ func (f *flow) verifyWaiting(ctx context.Context, id, status string) {
 	if !ok {
 		return // stateEventsUntil reported why
 	}
-	suite.Check("CORE-LIFE-002", check.Recorded("GET /v1/tasks/"+id+"/events (before the answer)", cs, f.reads[id], status))
+	suite.Check("CORE-LIFE-002", check.Recorded("GET /v1/tasks/"+id+"/events (before the answer)", f.initial(id), cs, f.reads[id], status))
 }
 
 // answer posts a task message of the given kind with one part.
@@ -386,7 +386,7 @@ func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 	cs, ok := f.stateEventsUntil(ctx, id, final)
 	if ok {
 		suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/events", f.initial(id), cs))
-		suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/events", cs, f.reads[id], final))
+		suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/events", f.initial(id), cs, f.reads[id], final))
 	}
 	if !check.Terminal(final) {
 		// A task still running at the deadline: its streams would not end
@@ -416,7 +416,7 @@ func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 		return
 	}
 	suite.Check("CORE-LIFE-001", check.Legal("GET "+task+"/stream", f.initial(id), scs))
-	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/stream", scs, nil, final))
+	suite.Check("CORE-LIFE-002", check.Recorded("GET "+task+"/stream", f.initial(id), scs, nil, final))
 }
 
 // verifyLive checks the task's state events as the session stream, opened
@@ -434,6 +434,10 @@ func (f *flow) verifyLive(ctx context.Context, id, final string) {
 		return len(cs) > 0 && check.Terminal(cs[len(cs)-1].To)
 	})
 	if !ok {
+		if _, bad, _ := f.watch.snapshot(); bad != nil {
+			suite.Check("CORE-SSE-003", bad) // frames that are no Events: their own requirement
+			return
+		}
 		suite.Check("CORE-SSE-001", fmt.Errorf("%s: the task ended %s, but the stream did not deliver its state events up to a terminal one: %s (delivered for the task: %s)",
 			where, final, f.watch.why(), changeKinds(taskChanges(id, evs))))
 		return
@@ -444,7 +448,7 @@ func (f *flow) verifyLive(ctx context.Context, id, final string) {
 		return
 	}
 	suite.Check("CORE-LIFE-001", check.Legal(where, f.initial(id), cs))
-	suite.Check("CORE-LIFE-002", check.Recorded(where, cs, f.reads[id], final))
+	suite.Check("CORE-LIFE-002", check.Recorded(where, f.initial(id), cs, f.reads[id], final))
 }
 
 func changeKinds(cs []check.Change) string {
