@@ -39,12 +39,14 @@ type Options struct {
 }
 
 // Client talks to one target. It is safe for concurrent use; WithRecorder
-// returns a copy that records into a spec's own transcript.
+// returns a copy that records into a spec's own transcript, WithObserver one
+// that shows every exchange to an observer (the OpenAPI traffic oracle).
 type Client struct {
 	opts Options
 	base *url.URL
 	hc   *http.Client
 	rec  *Recorder
+	obs  Observer
 }
 
 // New validates the options and builds a client.
@@ -106,6 +108,77 @@ func (c *Client) WithRecorder(r *Recorder) *Client {
 	return &cp
 }
 
+// Traffic is one exchange as an Observer sees it: what the suite sent and
+// what came back, before any check looked at it.
+type Traffic struct {
+	Kind   string // "http" (Do), "sse" (Stream) or "websocket" (DialWS)
+	Method string
+	// Path is Request.Path: below the protocol root (the base URL's prefix
+	// is not in it), escaped as sent, without the query.
+	Path  string
+	Query url.Values
+	// RequestHeader is what was sent, redacted: credential headers keep
+	// only their scheme ("Bearer [REDACTED]"), so presence and scheme can be
+	// judged and the key never travels further.
+	RequestHeader http.Header
+	RequestBody   []byte
+	// Probe is Request.Probe: non-empty when the request is a deliberate
+	// negative probe, with the reason.
+	Probe          string
+	Status         int
+	ResponseHeader http.Header
+	// ResponseBody is the whole body as read (bounded by
+	// Options.MaxBodyBytes, not cut for the report). For a stream it is nil
+	// (the events are not part of the exchange), except for an answer that
+	// was not an event stream, whose bounded sample it holds. For a
+	// WebSocket upgrade it is nil. Bodies are not redacted: whoever prints
+	// them redacts, as the suite does for every message.
+	ResponseBody []byte
+	Truncated    bool // the body was longer than the cap and was cut
+}
+
+// BodyRead reports whether ResponseBody is the body the target sent (or its
+// bounded prefix, see Truncated), as opposed to a body the client did not
+// read: an event stream's, or a WebSocket upgrade's.
+func (t Traffic) BodyRead() bool {
+	return t.Kind == "http" || (t.Kind == "sse" && t.ResponseBody != nil)
+}
+
+// Observer sees every completed exchange of a client made WithObserver. It
+// runs synchronously on the goroutine that made the call (concurrently, for
+// concurrent calls), so it must be quick and must not keep or modify the
+// slices and maps it is given beyond the call.
+type Observer func(Traffic)
+
+// WithObserver returns a copy of c that shows every exchange to o: each
+// REST exchange once its body is read, each stream and WebSocket upgrade
+// once the response head arrives. Exchanges that fail below HTTP are not
+// shown. A nil o observes nothing.
+func (c *Client) WithObserver(o Observer) *Client {
+	cp := *c
+	cp.obs = o
+	return &cp
+}
+
+// observe builds a Traffic only when someone is watching.
+func (c *Client) observe(kind string, req Request, hr *http.Request, reqBody []byte, hresp *http.Response, respBody []byte, truncated bool) {
+	if c.obs == nil || hresp == nil {
+		return
+	}
+	var q url.Values
+	if len(req.Query) > 0 {
+		q = make(url.Values, len(req.Query))
+		for k, vs := range req.Query {
+			q[k] = append([]string(nil), vs...)
+		}
+	}
+	c.obs(Traffic{
+		Kind: kind, Method: hr.Method, Path: req.Path, Query: q,
+		RequestHeader: c.Redactor().Header(hr.Header), RequestBody: reqBody, Probe: req.Probe,
+		Status: hresp.StatusCode, ResponseHeader: hresp.Header.Clone(), ResponseBody: respBody, Truncated: truncated,
+	})
+}
+
 // Recorder is the transcript this client records into (nil if none).
 func (c *Client) Recorder() *Recorder { return c.rec }
 
@@ -139,6 +212,11 @@ type Request struct {
 	Version   string
 	// Timeout overrides the client's per-exchange timeout.
 	Timeout time.Duration
+	// Probe, when non-empty, marks a deliberate negative probe (malformed
+	// JSON, missing auth, wrong version, unknown route, oversize body…) and
+	// says why, so that an Observer does not take the request for a suite
+	// bug. The request is sent as built; only observers read Probe.
+	Probe string
 }
 
 // Seg escapes one path segment. Ids come from the target and may hold
@@ -344,6 +422,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		return nil, terr
 	}
 	c.rec.add(c.exchange("http", hr, body, hresp, b, truncated, start, nil))
+	c.observe("http", req, hr, body, hresp, b, truncated)
 	return resp, nil
 }
 

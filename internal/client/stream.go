@@ -75,16 +75,20 @@ func (c *Client) Stream(ctx context.Context, req Request) (*Stream, error) {
 		}
 		cut := time.AfterFunc(wait, func() { hresp.Body.Close() })
 		b, truncated, _ := readBounded(hresp.Body, min(c.opts.MaxBodyBytes, notStreamSample))
-		cut.Stop()
+		if !cut.Stop() {
+			truncated = true // cut by time: what was read is not the whole body
+		}
 		resp.Body, resp.Truncated = b, truncated
 		hresp.Body.Close()
 		cancel()
 		s.ex = c.rec.add(c.exchange("sse", hr, body, hresp, b, truncated, start, nil))
+		c.observe("sse", req, hr, body, hresp, b, truncated)
 		s.last = fmt.Errorf("%s: %w (Content-Type %q)", resp, ErrNotEventStream, hresp.Header.Get("Content-Type"))
 		close(s.frames)
 		return s, nil
 	}
 	s.ex = c.rec.add(c.exchange("sse", hr, body, hresp, nil, false, start, nil))
+	c.observe("sse", req, hr, body, hresp, nil, false)
 	rd := sse.NewReader(hresp.Body, sse.Options{MaxLineBytes: int(min(c.opts.MaxBodyBytes, 1<<20)), MaxFrameBytes: int(min(c.opts.MaxBodyBytes, 4<<20))})
 	red := c.Redactor()
 	go func() {

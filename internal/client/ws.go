@@ -26,6 +26,7 @@ func (c *Client) DialWS(ctx context.Context, req Request) (*ws.Conn, *http.Respo
 	conn, resp, err := ws.Dial(ctx, u, ws.Options{Header: h, MaxMessageBytes: c.opts.MaxBodyBytes, HTTPClient: c.hc})
 	e := c.exchange("websocket", hr, nil, resp, nil, false, start, err)
 	c.rec.add(e)
+	c.observe("websocket", req, hr, nil, resp, nil, false)
 	if err != nil {
 		return nil, resp, &TransportError{Method: "GET", URL: c.Redactor().String(u), Err: scrubErr(c.Redactor(), err)}
 	}
