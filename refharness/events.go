@@ -35,14 +35,25 @@ func (s *Server) listSessionEvents(c *call) (any, *apiError) {
 }
 
 func (s *Server) listTaskEvents(c *call) (any, *apiError) {
-	if _, ok := s.st.tasks.get(c.params[0]); !ok {
+	t, ok := s.st.tasks.get(c.params[0])
+	if !ok {
 		return nil, notFound("task", c.params[0])
 	}
-	return s.eventRange(c, streamSel{taskID: c.params[0]})
+	return s.eventRange(c, s.taskSel(t))
+}
+
+// taskSel selects a task's events (under FaultEventsNotScoped, every task
+// event of its session).
+func (s *Server) taskSel(t *Task) streamSel {
+	sel := streamSel{taskID: t.ID}
+	if s.opts.Faults.Has(FaultEventsNotScoped) {
+		sel.siblings = t.SessionID
+	}
+	return sel
 }
 
 func (s *Server) getEvent(c *call) (any, *apiError) {
-	if pos, ok := parseEventID(c.params[0]); ok {
+	if pos, ok := s.st.parseEventID(c.params[0]); ok {
 		if e, ok := s.st.event(pos); ok {
 			if s.opts.Faults.Has(FaultEventByIDDiffers) {
 				return &Event{Envelope: e.Envelope, Event: e.Event, Resource: e.Resource, Sequence: e.Sequence, Payload: map[string]any{},
@@ -89,7 +100,7 @@ func (s *Server) eventRange(c *call, sel streamSel) (any, *apiError) {
 		if s.opts.Faults.Has(FaultPaginationRepeats) && len(evs) > 1 {
 			last = evs[len(evs)-2].pos
 		}
-		l.Page = Page{HasMore: true, NextCursor: ptr(eventID(last))}
+		l.Page = Page{HasMore: true, NextCursor: ptr(s.st.eventID(last))}
 	}
 	return l, nil
 }
@@ -114,13 +125,13 @@ func (s *Server) streamSession(w http.ResponseWriter, c *call) {
 // streamTask ends the stream once the task is terminal and its last event was sent.
 func (s *Server) streamTask(w http.ResponseWriter, c *call) {
 	s.mu.RLock()
-	_, ok := s.st.tasks.get(c.params[0])
+	t, ok := s.st.tasks.get(c.params[0])
 	s.mu.RUnlock()
 	if !ok {
 		s.writeError(w, c.r, notFound("task", c.params[0]))
 		return
 	}
-	s.stream(w, c, streamSel{taskID: c.params[0]})
+	s.stream(w, c, s.taskSel(t))
 }
 
 // sseBatch bounds how many events one wake-up writes before flushing.
@@ -228,7 +239,7 @@ func (s *Server) taskOverLocked(id string, after uint64, evs []*Event) bool {
 	if !ok {
 		return false
 	}
-	pos, _ := parseEventID(lastID)
+	pos, _ := s.st.parseEventID(lastID)
 	if len(evs) > 0 {
 		after = evs[len(evs)-1].pos
 	}

@@ -34,6 +34,9 @@ func (s *Server) discoveryDoc() map[string]any {
 			VerifySubmittedCapability: true, // docs/receipts.md: verify checks a submitted copy
 			// The scenario contract of docs/scenarios.md: tasks obey metadata["conform.scenario"].
 			"conform.scenarios": scenario.Version,
+			// docs/interpretations.md#payload-limit: the configured request
+			// size limit, so a client can probe it without guessing.
+			"conform.max_request_bytes": s.opts.MaxBodyBytes,
 		},
 	}
 }
@@ -223,7 +226,7 @@ func (s *Server) sessionView(se *Session) *Session {
 		return se
 	}
 	cp := *se
-	cp.LastEventID = ptr(eventID(pos[len(pos)-1]))
+	cp.LastEventID = ptr(s.st.eventID(pos[len(pos)-1]))
 	return &cp
 }
 

@@ -169,6 +169,32 @@ const (
 	FaultReceiptLeaksBearer    Fault = "receipt-leaks-bearer"        // receipts keep the agent's upstream bearer token in a debug note
 )
 
+// Trust faults (issue 9): behaviours the suite once passed without the
+// scenario hook, or let run to every timeout.
+const (
+	FaultCancelNoop      Fault = "cancel-noop"         // cancel of a running task answers 200 with the task and does nothing
+	FaultLowercaseStatus Fault = "lowercase-status"    // task statuses are spelled in lower case (task objects and state event payloads)
+	FaultPlainSkipsWork  Fault = "plain-skips-working" // plain tasks jump SUBMITTED -> COMPLETED; task.completed names no previous status
+	// Enforcement on /v1/tasks only: a suite that probed only there passed these.
+	FaultAuthOnlyOnTasks    Fault = "auth-only-on-tasks"    // requests without Authorization are served everywhere but under /v1/tasks
+	FaultVersionOnlyOnTasks Fault = "version-only-on-tasks" // the version header is checked only under /v1/tasks
+)
+
+// Receipt content and signing faults (receipts.go), issue 9.
+const (
+	FaultReceiptCostInconsistent Fault = "receipt-cost-inconsistent"     // cost.provider_breakdown adds up to more than cost.total
+	FaultReceiptDropsArtifacts   Fault = "receipt-drops-final-artifacts" // final_artifacts is empty although the task produced artifacts
+	FaultReceiptSignsDigest      Fault = "receipt-signs-raw-digest"      // signatures cover the raw 32-byte digest, neither documented signing input
+)
+
+// Breadth faults (issue 9).
+const (
+	FaultEventsNotScoped        Fault = "events-not-scoped"        // a task's event list and stream also carry the other tasks' events of its session
+	FaultEventIDsNotMonotonic   Fault = "event-ids-not-monotonic"  // event ids of adjacent positions are swapped (…2, …1, …4, …3), consistently in rendering and parsing
+	FaultTerminalAcceptsMessage Fault = "terminal-accepts-message" // input and interrupt messages to a terminal task answer 201; input moves it back to WORKING
+	FaultIdempotencyByteCompare Fault = "idempotency-byte-compare" // retries are compared by raw body bytes: an equivalent body with reordered keys gets 409
+)
+
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
 	return []Fault{
@@ -191,6 +217,9 @@ func AllFaults() []Fault {
 		FaultReceiptEventNoID, FaultReceiptWrongState, FaultReceiptWrongIDs, FaultReceiptWrongSubject,
 		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey, FaultReceiptIDMismatch,
 		FaultReceiptLeaksBearer,
+		FaultCancelNoop, FaultLowercaseStatus, FaultPlainSkipsWork, FaultAuthOnlyOnTasks, FaultVersionOnlyOnTasks,
+		FaultReceiptCostInconsistent, FaultReceiptDropsArtifacts, FaultReceiptSignsDigest,
+		FaultEventsNotScoped, FaultEventIDsNotMonotonic, FaultTerminalAcceptsMessage, FaultIdempotencyByteCompare,
 	}
 }
 
@@ -219,10 +248,24 @@ const (
 	// VariantChattyAgent makes the default agent emit 60 agent.message
 	// events per task: more than one default page (50) of events.
 	VariantChattyAgent Variant = "chatty-agent"
+	// VariantCoreOnly offers no Workspace API (Core does not include it):
+	// /v1/workspaces routes are unknown, and the operator provisioned one
+	// workspace, ProvisionedWorkspaceID, that every key may use.
+	VariantCoreOnly Variant = "core-only"
+)
+
+// ProvisionedWorkspaceID is the workspace VariantCoreOnly provisions.
+const ProvisionedWorkspaceID = "workspace_provisioned"
+
+// Receipt signing variants (receipts.go), issue 9.
+const (
+	VariantReceiptSignCanonical Variant = "receipt-sign-canonical" // receipts are signed over their RFC 8785 canonical bytes, not the hash string
+	VariantReceiptUnsigned      Variant = "receipt-unsigned"       // receipts carry no signatures; no key directory is advertised and the directory is empty
 )
 
 // AllVariants lists every variant.
 func AllVariants() []Variant {
 	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
-		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent}
+		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent,
+		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly}
 }

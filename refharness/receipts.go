@@ -19,7 +19,9 @@ import (
 
 // Receipts: every terminal task gets one receipt-2026-04-25 document with
 // subject {object: task}, sealed (RFC 8785 + SHA-256) and signed with the
-// harness's ed25519 key, chained to the previous receipt the harness issued.
+// harness's ed25519 key over the hash string (over the canonical bytes
+// under VariantReceiptSignCanonical, unsigned under VariantReceiptUnsigned),
+// chained to the previous receipt the harness issued.
 // The receipt is written in the same commit as the terminal transition, so
 // a task is never terminal without its receipt, and the Task, its Outcome,
 // its artifacts and the terminal event all carry its id. docs/receipts.md
@@ -350,14 +352,24 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 			prev = sha256Proof([]byte(h)) // the hash of a hash: no receipt has it
 		}
 	}
+	breakdown := usd
+	if s.opts.Faults.Has(FaultReceiptCostInconsistent) {
+		breakdown = 2*usd + 0.01 // a part larger than the whole
+	}
+	if s.opts.Faults.Has(FaultReceiptDropsArtifacts) {
+		finals = []any{}
+	}
+	issuer := map[string]any{"id": issuerID, "kind": "harness", "name": "conform reference harness", "version": ProtocolVersion}
+	if !s.opts.Variants.Has(VariantReceiptUnsigned) {
+		issuer["public_key_id"] = s.rkey.id
+	}
 	consumed := map[string]any{"input_tokens": run.inputTokens, "output_tokens": run.outputTokens,
 		"tool_calls": len(run.tools), "usd": usd, "wall_time_ms": wall}
 	doc := map[string]any{
-		"schema":     receipt.Format,
-		"receipt_id": docID,
-		"subject":    subject,
-		"issuer": map[string]any{"id": issuerID, "kind": "harness", "name": "conform reference harness",
-			"version": ProtocolVersion, "public_key_id": s.rkey.id},
+		"schema":      receipt.Format,
+		"receipt_id":  docID,
+		"subject":     subject,
+		"issuer":      issuer,
 		"issued_at":   now,
 		"identifiers": identifiers,
 		"lifecycle": map[string]any{"created_at": t.CreatedAt, "started_at": started, "completed_at": completed,
@@ -371,7 +383,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 			"route_policy_reason":     "the reference harness runs one deterministic agent",
 		},
 		"cost": map[string]any{"currency": "USD", "total": usd, "provider_breakdown": []any{
-			map[string]any{"provider": "conform", "model": model, "amount": usd, "input_tokens": run.inputTokens, "output_tokens": run.outputTokens},
+			map[string]any{"provider": "conform", "model": model, "amount": breakdown, "input_tokens": run.inputTokens, "output_tokens": run.outputTokens},
 		}},
 		"side_effects":    map[string]any{"fs_writes": fsWrites, "network_egress": []any{}, "tool_calls": run.tools, "a2a_handoffs": []any{}},
 		"final_artifacts": finals,
@@ -403,6 +415,9 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		return err
 	}
 	signer := receipt.Signer{KeyID: s.rkey.id, Key: s.rkey.priv, SignedAt: s.clock()}
+	if s.opts.Variants.Has(VariantReceiptSignCanonical) {
+		signer.Profile = receipt.ProfileCanonical
+	}
 	if s.opts.Faults.Has(FaultReceiptWrongKey) {
 		_, other, err := ed25519.GenerateKey(nil)
 		if err != nil {
@@ -410,7 +425,11 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		}
 		signer.Key = other
 	}
-	sealed, err := receipt.Seal(raw, signer)
+	var signers []receipt.Signer
+	if !s.opts.Variants.Has(VariantReceiptUnsigned) {
+		signers = append(signers, signer)
+	}
+	sealed, err := receipt.Seal(raw, signers...)
 	if err != nil {
 		return err
 	}
@@ -420,6 +439,15 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	}
 	if s.opts.Faults.Has(FaultReceiptUpperHash) {
 		if sealed, hash, err = upperHash(sealed, hash, signer); err != nil {
+			return err
+		}
+	}
+	if s.opts.Faults.Has(FaultReceiptSignsDigest) {
+		digest, err := hex.DecodeString(strings.TrimPrefix(hash, receipt.HashPrefix))
+		if err != nil {
+			return err
+		}
+		if sealed, err = resign(sealed, digest, signer); err != nil {
 			return err
 		}
 	}
@@ -526,21 +554,46 @@ func (s *Server) useSecret(ctx context.Context, id string, st scenario.Step) boo
 }
 
 // upperHash is FaultReceiptUpperHash: the stored hash in upper-case hex,
-// signed as written, so only its spelling is wrong.
+// signed as written (a canonical-bytes signature does not cover the hash
+// and stays), so only its spelling is wrong.
 func upperHash(sealed []byte, hash string, signer receipt.Signer) ([]byte, string, error) {
-	var m map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(sealed)))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
+	m, err := decodeSealed(sealed)
+	if err != nil {
 		return nil, "", err
 	}
 	upper := receipt.HashPrefix + strings.ToUpper(strings.TrimPrefix(hash, receipt.HashPrefix))
 	m["chain"].(map[string]any)["receipt_hash"] = upper
-	for _, sig := range m["signatures"].([]any) {
-		sig.(map[string]any)["signature"] = receipt.SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(signer.Key, receipt.SignedBytes(upper)))
+	if signer.Profile != receipt.ProfileCanonical {
+		sigs, _ := m["signatures"].([]any)
+		for _, sig := range sigs {
+			sig.(map[string]any)["signature"] = receipt.SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(signer.Key, receipt.SignedBytes(upper)))
+		}
 	}
 	b, err := json.Marshal(m)
 	return b, upper, err
+}
+
+// resign replaces every signature of a sealed receipt with one over msg:
+// FaultReceiptSignsDigest signs the raw digest, bytes neither signing
+// profile covers.
+func resign(sealed, msg []byte, signer receipt.Signer) ([]byte, error) {
+	m, err := decodeSealed(sealed)
+	if err != nil {
+		return nil, err
+	}
+	sigs, _ := m["signatures"].([]any)
+	for _, sig := range sigs {
+		sig.(map[string]any)["signature"] = receipt.SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(signer.Key, msg))
+	}
+	return json.Marshal(m)
+}
+
+func decodeSealed(sealed []byte) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(sealed)))
+	dec.UseNumber()
+	err := dec.Decode(&m)
+	return m, err
 }
 
 // sealedHash reads the hash Seal stored, without canonicalizing again.

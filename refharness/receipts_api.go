@@ -151,7 +151,7 @@ func syncDir(dir string) error {
 
 func (s *Server) receiptRoutes() []route {
 	return []route{
-		{method: "GET", pattern: "receipts/keys", raw: s.receiptKeys},
+		{method: "GET", pattern: "receipt-keys", raw: s.receiptKeys},
 		{method: "GET", pattern: "receipts/{}", raw: s.getReceipt},
 		{method: "POST", pattern: "receipts/{}/verify", write: s.verifyReceipt, noBody: true},
 		{method: "GET", pattern: "tasks/{}/receipts", raw: s.listTaskReceipts},
@@ -191,9 +191,33 @@ func (s *Server) getReceipt(w http.ResponseWriter, c *call) {
 	})
 }
 
+// KeyDirectoryPath is where the harness serves its receipt key directory:
+// outside /v1/receipts/{receipt_id}, whose namespace belongs to receipt
+// ids (a strict server answers GET /v1/receipts/keys with 404 for the
+// receipt "keys"). Discovery advertises it as the capability
+// KeyDirectoryCapability (docs/receipts.md §4).
+const (
+	KeyDirectoryPath       = "/v1/receipt-keys"
+	KeyDirectoryCapability = "conform.receipt_keys"
+)
+
+// advertiseKeyDirectory adds the key directory's location to the discovery
+// document's capabilities (a path from the protocol root). A harness that
+// does not sign advertises none.
+func (s *Server) advertiseKeyDirectory(doc map[string]any) map[string]any {
+	if caps, ok := doc["capabilities"].(map[string]any); ok && !s.opts.Variants.Has(VariantReceiptUnsigned) {
+		caps[KeyDirectoryCapability] = KeyDirectoryPath
+	}
+	return doc
+}
+
 func (s *Server) receiptKeys(w http.ResponseWriter, c *call) {
 	s.readDurable(w, c, func() ([]byte, *apiError) {
-		b, err := json.Marshal(s.st.rc.keySet())
+		ks := s.st.rc.keySet()
+		if s.opts.Variants.Has(VariantReceiptUnsigned) {
+			ks = &receipt.KeySet{} // it signs nothing, so it vouches for no key
+		}
+		b, err := json.Marshal(ks)
 		if err != nil {
 			return nil, internal(err)
 		}
@@ -240,9 +264,13 @@ type verification struct {
 
 // verifyReceipt re-verifies the stored receipt with the project's verifier
 // (schema, hash, chain link, signatures against the harness's keys, secret
-// scan), or a submitted copy of it when the body carries "receipt". It
-// records the outcome as a receipt.verified or receipt.verification_failed
-// event on the receipt.
+// scan), or a submitted copy of it when the body carries "receipt". The
+// OpenAPI members narrow what counts as valid (docs/receipts.md, "Verify"):
+// trust_anchor names the one key the caller trusts (a key id of the
+// directory, or its public key), and the receipt must carry a verifying
+// signature by it; at_time asks about a moment, and a receipt issued after
+// it did not exist yet. It records the outcome as a receipt.verified or
+// receipt.verification_failed event on the receipt.
 func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 	r, ok := s.st.rc.get(c.params[0])
 	if !ok {
@@ -279,14 +307,22 @@ func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 		}
 		raw, submitted = b, true
 	}
-	res := receipt.Verify(raw, receipt.Options{Keys: s.st.rc.keySet(), Previous: s.st.rc.wantPrevious(r.ID)})
-	v := verification{Valid: res.Valid(), CheckedAt: s.now(), Details: map[string]any{
+	keys := s.st.rc.keySet()
+	res := receipt.Verify(raw, receipt.Options{Keys: keys, Previous: s.st.rc.wantPrevious(r.ID)})
+	findings := res.Findings
+	if a, _ := c.body.m["trust_anchor"].(string); a != "" {
+		findings = append(findings, anchorFindings(raw, keys, a)...)
+	}
+	if at, _ := c.body.m["at_time"].(string); at != "" {
+		findings = append(findings, atTimeFindings(raw, at)...)
+	}
+	v := verification{Valid: len(findings) == 0, CheckedAt: s.now(), Details: map[string]any{
 		"receipt_id": r.ID, "submitted": submitted, "stored_hash": nullable(res.Stored), "computed_hash": nullable(res.Computed),
-		"steps": res.Steps, "findings": res.Findings,
+		"steps": res.Steps, "findings": findings,
 	}}
 	if !v.Valid {
 		var parts []string
-		for _, f := range res.Findings {
+		for _, f := range findings {
 			parts = append(parts, f.String())
 		}
 		v.Reason = ptr(strings.Join(parts, "; "))
@@ -306,4 +342,77 @@ func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 		"subject": map[string]any{"object": "task", "id": r.TaskID}}, ws, sess, "", c.actor)
 	ev.ReceiptID = ptr(r.ID)
 	return &result{status: http.StatusOK, body: v, c: &commit{Events: []*Event{ev}}}, nil
+}
+
+// Findings of the verify request's own conditions (harness-local classes).
+const (
+	classNotAnchored  = "not_anchored"   // no signature by the trust anchor
+	classNotYetIssued = "not_yet_issued" // issued after at_time
+)
+
+// anchorFindings checks that one of the receipt's signatures is by the
+// trust anchor: a key id of the directory or, as a convenience, that key's
+// public key in the directory's encoding. The signatures themselves were
+// verified with the directory's keys already; this only says whose.
+func anchorFindings(raw []byte, keys *receipt.KeySet, anchor string) []receipt.Finding {
+	id, known := anchorKeyID(keys, anchor)
+	if !known {
+		return []receipt.Finding{{Class: classNotAnchored, Step: receipt.StepSignatures,
+			Message: fmt.Sprintf("trust_anchor %q is not a key this harness publishes, so nothing it issued is anchored in it", anchor)}}
+	}
+	var doc struct {
+		Signatures []struct {
+			KeyID string `json:"key_id"`
+		} `json:"signatures"`
+	}
+	json.Unmarshal(raw, &doc)
+	for _, sig := range doc.Signatures {
+		if sig.KeyID == id {
+			return nil
+		}
+	}
+	return []receipt.Finding{{Class: classNotAnchored, Step: receipt.StepSignatures,
+		Message: fmt.Sprintf("the receipt carries no signature by the trust anchor %q (%d signature(s))", id, len(doc.Signatures))}}
+}
+
+func anchorKeyID(keys *receipt.KeySet, anchor string) (string, bool) {
+	if _, ok := keys.Lookup(anchor); ok {
+		return anchor, true
+	}
+	dir, err := json.Marshal(keys)
+	if err != nil {
+		return "", false
+	}
+	var d struct {
+		Keys []struct {
+			KeyID     string `json:"key_id"`
+			PublicKey string `json:"public_key"`
+		} `json:"keys"`
+	}
+	json.Unmarshal(dir, &d)
+	want := strings.TrimRight(strings.NewReplacer("+", "-", "/", "_").Replace(anchor), "=")
+	for _, k := range d.Keys {
+		if k.PublicKey == want {
+			return k.KeyID, true
+		}
+	}
+	return "", false
+}
+
+// atTimeFindings: at at_time, a receipt issued later did not exist yet.
+func atTimeFindings(raw []byte, at string) []receipt.Finding {
+	when, err := time.Parse(time.RFC3339Nano, strings.ToUpper(at))
+	if err != nil {
+		return nil // refused as a bad request before
+	}
+	var doc struct {
+		IssuedAt string `json:"issued_at"`
+	}
+	json.Unmarshal(raw, &doc)
+	issued, err := time.Parse(time.RFC3339Nano, strings.ToUpper(doc.IssuedAt))
+	if err != nil || !issued.After(when) {
+		return nil // an unreadable issued_at is the schema step's finding
+	}
+	return []receipt.Finding{{Class: classNotYetIssued, Step: "at_time",
+		Message: fmt.Sprintf("the receipt was issued at %s, after at_time %s: it did not exist yet", doc.IssuedAt, at)}}
 }

@@ -1,6 +1,9 @@
 package refharness
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +45,35 @@ func findings(raw []byte, opts receipt.Options, classes ...string) error {
 	return nil
 }
 
+// eachSignature calls f for every signature of raw whose key the directory
+// lists, with the inputs it might cover: "hash" (the hash string),
+// "canonical" (the hash input) and "digest" (the raw 32-byte digest).
+func eachSignature(raw []byte, keys *receipt.KeySet, f func(i int, pub ed25519.PublicKey, sig []byte, msgs map[string][]byte) error) error {
+	h, _ := field(raw, "chain", "receipt_hash").(string)
+	canon, err := receipt.Canonical(raw)
+	if err != nil {
+		return err
+	}
+	digest, _ := hex.DecodeString(strings.TrimPrefix(strings.ToLower(h), receipt.HashPrefix))
+	msgs := map[string][]byte{"hash": []byte(h), "canonical": canon, "digest": digest}
+	sigs, _ := field(raw, "signatures").([]any)
+	for i, x := range sigs {
+		m, _ := x.(map[string]any)
+		k, ok := keys.Lookup(fmt.Sprint(m["key_id"]))
+		if !ok {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(fmt.Sprint(m["signature"]), receipt.SignatureEncodingPrefix))
+		if err != nil {
+			return fmt.Errorf("signature %d: %v", i, err)
+		}
+		if err := f(i, ed25519.PublicKey(k.Key), sig, msgs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // receiptMembers are the top-level members the receipt schema allows.
 const receiptMembers = " schema receipt_id subject issuer issued_at identifiers lifecycle approvals trust autonomy_budget replay_input model_route cost side_effects final_artifacts deltas chain redactions signatures metadata "
 
@@ -67,12 +99,63 @@ var receiptProbes = map[Fault]probe{
 		}
 		return nil
 	},
+	// The key is right when each signature verifies with the published key
+	// over some input (which input is FaultReceiptSignsDigest's probe).
 	FaultReceiptWrongKey: func(p *probeEnv) error {
 		raw, err := p.firstReceipt()
 		if err != nil {
 			return err
 		}
-		return findings(raw, receipt.Options{Keys: p.keys()}, receipt.ClassSignatureInvalid, receipt.ClassKeyUnknown)
+		return eachSignature(raw, p.keys(), func(i int, pub ed25519.PublicKey, sig []byte, msgs map[string][]byte) error {
+			for _, m := range msgs {
+				if ed25519.Verify(pub, m, sig) {
+					return nil
+				}
+			}
+			return fmt.Errorf("signature %d verifies with the published key over no input at all", i)
+		})
+	},
+	// Signatures cover a documented input, never the raw digest.
+	FaultReceiptSignsDigest: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		return eachSignature(raw, p.keys(), func(i int, pub ed25519.PublicKey, sig []byte, msgs map[string][]byte) error {
+			if ed25519.Verify(pub, msgs["digest"], sig) {
+				return fmt.Errorf("signature %d is over the raw 32-byte digest", i)
+			}
+			return nil
+		})
+	},
+	FaultReceiptCostInconsistent: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		total, _ := field(raw, "cost", "total").(float64)
+		sum := 0.0
+		rows, _ := field(raw, "cost", "provider_breakdown").([]any)
+		for _, r := range rows {
+			a, _ := r.(map[string]any)["amount"].(float64)
+			sum += a
+		}
+		if sum > total+1e-9 {
+			return fmt.Errorf("provider_breakdown adds up to %v, more than cost.total %v", sum, total)
+		}
+		return nil
+	},
+	FaultReceiptDropsArtifacts: func(p *probeEnv) error {
+		id := p.runTask(p.sess, []map[string]any{step("artifact", "content", "probe bytes", "name", "probe.txt"), step("complete")}, StatusCompleted)
+		o := p.do("GET", "/v1/outcomes/"+p.do("GET", "/v1/tasks/"+id, nil).str("outcome_id"), nil)
+		arts, _ := o.Body["artifacts"].([]any)
+		for _, r := range p.receiptsOf(id) {
+			finals, _ := field(r, "final_artifacts").([]any)
+			if len(finals) < len(arts) {
+				return fmt.Errorf("final_artifacts has %d entries, the outcome %d artifacts", len(finals), len(arts))
+			}
+		}
+		return nil
 	},
 	FaultReceiptLeaksSecret: func(p *probeEnv) error {
 		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)

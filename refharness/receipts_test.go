@@ -1,6 +1,8 @@
 package refharness
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,7 +33,7 @@ func (h *harness) receiptsOf(task string) []json.RawMessage {
 // keys fetches the key directory.
 func (h *harness) keys() *receipt.KeySet {
 	h.t.Helper()
-	r := h.must(200, h.do("GET", "/v1/receipts/keys", nil), "key directory")
+	r := h.must(200, h.do("GET", KeyDirectoryPath, nil), "key directory")
 	ks, err := receipt.ParseKeySet(r.Raw)
 	if err != nil {
 		h.t.Fatalf("key directory: %v", err)
@@ -186,6 +188,96 @@ func TestVerifyAPI(t *testing.T) {
 	wantError(t, h.do("POST", "/v1/receipts/receipt_missing/verify", nil), 404, "resource_not_found", "")
 	wantError(t, h.do("GET", "/v1/receipts/receipt_missing", nil), 404, "resource_not_found", "")
 	wantError(t, h.do("GET", "/v1/tasks/task_missing/receipts", nil), 404, "resource_not_found", "")
+}
+
+// TestVerifyRequestMembers: the OpenAPI's trust_anchor and at_time narrow
+// what counts as valid, so a client can get an honest "invalid" from the
+// standard request alone.
+func TestVerifyRequestMembers(t *testing.T) {
+	for _, v := range []Variant{"", VariantReceiptSignCanonical, VariantReceiptUnsigned} {
+		t.Run("variant "+string(v), func(t *testing.T) {
+			h := newHarness(t, Options{Variants: Variants{v: true}})
+			sess := h.session()
+			raw := h.receiptsOf(h.runTask(sess, nil, StatusCompleted))[0]
+			rid := field(raw, "receipt_id").(string)
+			issued := field(raw, "issued_at").(string)
+			verify := func(body map[string]any) resp {
+				return h.must(200, h.do("POST", "/v1/receipts/"+rid+"/verify", body), "verify")
+			}
+			keyID, _ := field(raw, "issuer", "public_key_id").(string)
+			signed := v != VariantReceiptUnsigned
+			if signed != (keyID != "") {
+				t.Fatalf("issuer.public_key_id = %q for a harness that signs: %v", keyID, signed)
+			}
+			for _, tc := range []struct {
+				name  string
+				body  map[string]any
+				valid bool
+				class string
+			}{
+				{"no members", map[string]any{}, true, ""},
+				{"nulls", map[string]any{"trust_anchor": nil, "at_time": nil}, true, ""},
+				{"unknown anchor", map[string]any{"trust_anchor": "conform-untrusted-anchor"}, false, classNotAnchored},
+				{"at issuance", map[string]any{"at_time": issued}, true, ""},
+				{"before issuance", map[string]any{"at_time": "2000-01-01T00:00:00Z"}, false, classNotYetIssued},
+			} {
+				r := verify(tc.body)
+				if r.Body["valid"] != tc.valid || (tc.class != "" && !strings.Contains(r.str("reason"), tc.class)) {
+					t.Errorf("%s: %s, want valid %v (%s)", tc.name, r.Raw, tc.valid, tc.class)
+				}
+			}
+			// The harness's own key as the anchor: valid exactly when it signs.
+			if r := verify(map[string]any{"trust_anchor": h.s.rkey.id}); r.Body["valid"] != signed {
+				t.Errorf("own key as anchor: %s, want valid %v", r.Raw, signed)
+			}
+			pubKey := base64.StdEncoding.EncodeToString(h.s.rkey.priv.Public().(ed25519.PublicKey))
+			if r := verify(map[string]any{"trust_anchor": pubKey}); r.Body["valid"] != signed {
+				t.Errorf("own public key as anchor: %s, want valid %v", r.Raw, signed)
+			}
+		})
+	}
+}
+
+// TestKeyDirectoryLocation: the directory lives outside the receipt id
+// namespace and is advertised where a client looks first.
+func TestKeyDirectoryLocation(t *testing.T) {
+	h := newHarness(t, Options{})
+	advertised := func(h *harness) any {
+		caps, _ := h.do("GET", "/v1", nil).Body["capabilities"].(map[string]any)
+		return caps[KeyDirectoryCapability]
+	}
+	if got := advertised(h); got != KeyDirectoryPath {
+		t.Errorf("discovery capabilities[%q] = %v, want %q", KeyDirectoryCapability, got, KeyDirectoryPath)
+	}
+	if ks := h.keys(); ks.Len() != 1 {
+		t.Errorf("key directory lists %d keys, want 1", ks.Len())
+	}
+	// /v1/receipts/keys is the receipt "keys", which does not exist.
+	wantError(t, h.do("GET", "/v1/receipts/keys", nil), 404, "resource_not_found", "")
+
+	u := newHarness(t, Options{Variants: Variants{VariantReceiptUnsigned: true}})
+	if got := advertised(u); got != nil {
+		t.Errorf("an unsigned harness advertises a key directory: %v", got)
+	}
+	if ks := u.keys(); ks.Len() != 0 {
+		t.Errorf("an unsigned harness's directory lists %d keys, want none", ks.Len())
+	}
+	raw := u.receiptsOf(u.runTask(u.session(), nil, StatusCompleted))[0]
+	if field(raw, "signatures") != nil {
+		t.Errorf("unsigned variant: signatures = %v", field(raw, "signatures"))
+	}
+	if res := receipt.Verify(raw, receipt.Options{Keys: u.keys()}); !res.Valid() {
+		t.Errorf("unsigned receipt: %v", res.Err())
+	}
+}
+
+func TestCanonicalSigningVariant(t *testing.T) {
+	h := newHarness(t, Options{Variants: Variants{VariantReceiptSignCanonical: true}})
+	raw := h.receiptsOf(h.runTask(h.session(), nil, StatusCompleted))[0]
+	res := receipt.Verify(raw, receipt.Options{Keys: h.keys()})
+	if !res.Valid() || fmt.Sprint(res.SignatureProfiles) != "["+receipt.ProfileCanonical+"]" {
+		t.Errorf("canonical-signed receipt: %v, profiles %v", res.Err(), res.SignatureProfiles)
+	}
 }
 
 func TestReceiptsSurviveRestart(t *testing.T) {

@@ -19,7 +19,7 @@ func (s *Server) render(v any) ([]byte, error) {
 	shape := f.Has(FaultNonUTCTimestamps) || f.Has(FaultWrongObjectField) || f.Has(FaultMissingRequiredField) ||
 		f.Has(FaultOutcomeUsesTaskStatus) || vs.Has(VariantExtraFields) || vs.Has(VariantReorderedKeys) ||
 		f.Has(FaultSessionNoMetadata) || f.Has(FaultSessionNoTranscript) || f.Has(FaultPartNoVisibility) ||
-		f.Has(FaultArtifactSHAPrefixed)
+		f.Has(FaultArtifactSHAPrefixed) || f.Has(FaultLowercaseStatus) || f.Has(FaultPlainSkipsWork)
 	if !shape {
 		return b, nil
 	}
@@ -72,6 +72,21 @@ func (s *Server) reshape(g any) any {
 			}
 		}
 		switch obj {
+		case "task":
+			if st, ok := x["status"].(string); ok && f.Has(FaultLowercaseStatus) {
+				x["status"] = strings.ToLower(st)
+			}
+		case "event":
+			if p, ok := x["payload"].(map[string]any); ok && f.Has(FaultPlainSkipsWork) && x["event"] == "task.completed" {
+				delete(p, "previous_status") // only the terminal event, saying nothing of where it came from
+			}
+			if p, ok := x["payload"].(map[string]any); ok && f.Has(FaultLowercaseStatus) {
+				for _, k := range []string{"status", "previous_status"} {
+					if st, ok := p[k].(string); ok {
+						p[k] = strings.ToLower(st)
+					}
+				}
+			}
 		case "session":
 			if f.Has(FaultSessionNoMetadata) {
 				delete(x, "metadata")

@@ -213,6 +213,9 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	var fp string
 	if useIdem {
 		fp = fingerprint(raw)
+		if s.opts.Faults.Has(FaultIdempotencyByteCompare) {
+			fp = sha256hex(raw) // the fault: bytes, not the canonical JSON
+		}
 	}
 
 	s.mu.Lock()

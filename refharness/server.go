@@ -76,12 +76,17 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("refharness: EventRetention = %d, want >= 0", opts.EventRetention)
 	}
 	s := &Server{opts: opts, clock: opts.Clock, st: newState(), notify: make(chan struct{}), runners: map[string]*runner{}}
+	s.st.swapIDs = opts.Faults.Has(FaultEventIDsNotMonotonic)
 	s.ids = opts.IDs
 	if s.ids == nil {
 		s.ids = randomIDs{clock: opts.Clock}
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.table = s.routes()
+	if s.opts.Variants.Has(VariantCoreOnly) {
+		// A Core-only server offers no Workspace API at all.
+		s.table = slices.DeleteFunc(s.table, func(rt route) bool { return strings.HasPrefix(rt.pattern, "workspaces") })
+	}
 	if opts.DataDir != "" {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("refharness: data dir: %w", err)
@@ -140,7 +145,7 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	seqs := map[Pointer]int64{}
 	last := map[Pointer]string{}
 	for _, e := range c.Events {
-		e.ID = eventID(pos)
+		e.ID = s.st.eventID(pos)
 		pos++
 		n, ok := seqs[e.Resource]
 		if !ok {
@@ -276,7 +281,13 @@ func (s *Server) seed() error {
 		EntryWorkflow: "conform.echo", Description: "Deterministic agent of the reference harness: runs conform.scenario steps or echoes the task input.",
 		AutonomyTier: "act_auto", ReceiptPolicy: "required", Tools: []string{}, Capabilities: []string{}}
 	sk := scenarioSkill(s.envelope("skill", "skill", nil))
-	seq, err := s.commitLocked(&commit{Puts: []put{{Persona: p}, {Skill: sk}}})
+	puts := []put{{Persona: p}, {Skill: sk}}
+	if s.opts.Variants.Has(VariantCoreOnly) {
+		w := &Workspace{Envelope: s.envelope("workspace", "workspace", nil), Name: "provisioned by the operator", Root: "conform://provisioned", Capabilities: []string{}}
+		w.ID = ProvisionedWorkspaceID
+		puts = append(puts, put{Workspace: w})
+	}
+	seq, err := s.commitLocked(&commit{Puts: puts})
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -322,7 +333,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if path == "/v1" {
-			s.writeJSON(w, http.StatusOK, s.discovery())
+			s.writeJSON(w, http.StatusOK, s.advertiseKeyDirectory(s.discovery()))
 		} else {
 			s.writeJSON(w, http.StatusOK, s.agentCard(baseURL(r)))
 		}
@@ -345,7 +356,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) checkVersion(r *http.Request) *apiError {
-	if s.opts.Faults.Has(FaultSkipVersionCheck) {
+	if s.opts.Faults.Has(FaultSkipVersionCheck) ||
+		s.opts.Faults.Has(FaultVersionOnlyOnTasks) && !strings.HasPrefix(r.URL.Path, "/v1/tasks") {
 		return nil
 	}
 	got := r.Header.Get(VersionHeader)
@@ -369,7 +381,8 @@ func (s *Server) checkVersion(r *http.Request) *apiError {
 func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		if s.opts.Faults.Has(FaultAcceptMissingKey) {
+		if s.opts.Faults.Has(FaultAcceptMissingKey) ||
+			s.opts.Faults.Has(FaultAuthOnlyOnTasks) && !strings.HasPrefix(r.URL.Path, "/v1/tasks") {
 			return "actor_anonymous", nil
 		}
 		return "", &apiError{Status: http.StatusUnauthorized, Code: "unauthenticated", Message: "missing Authorization header, want \"Bearer <api-key>\""}
@@ -406,6 +419,8 @@ func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow ...string) {
 	allow = slices.Compact(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: "invalid_request",
+	// The taxonomy has no code for 405; invalid_request belongs with 400
+	// (CORE-ERR-003), so the method gets a code of its own.
+	s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
 		Message: fmt.Sprintf("method %s not allowed on %s, want %s", r.Method, r.URL.Path, strings.Join(allow, " or "))})
 }

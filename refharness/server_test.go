@@ -85,7 +85,7 @@ func TestRoutingErrors(t *testing.T) {
 	wantError(t, h.do("GET", "/v1/nothing-here", nil), 404, "resource_not_found", "")
 	wantError(t, h.do("GET", "/elsewhere", nil), 404, "resource_not_found", "")
 	r := h.do("DELETE", "/v1/tasks", nil)
-	wantError(t, r, 405, "invalid_request", "")
+	wantError(t, r, 405, "method_not_allowed", "")
 	if got := r.Header.Get("Allow"); got != "GET, POST" {
 		t.Errorf("Allow = %q, want \"GET, POST\"", got)
 	}

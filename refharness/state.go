@@ -147,6 +147,10 @@ type state struct {
 	bySession map[string][]uint64
 
 	rc receiptState // issued receipts and published keys
+
+	// swapIDs renders and parses event ids with adjacent positions swapped
+	// (FaultEventIDsNotMonotonic).
+	swapIDs bool
 }
 
 func newState() *state {
@@ -170,6 +174,27 @@ func parseEventID(id string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(d, 10, 64)
 	return n, err == nil && n > 0
+}
+
+// eventID is the id of the event at pos, and parseEventID its inverse, as
+// this server renders them: under FaultEventIDsNotMonotonic positions 2k-1
+// and 2k trade ids (an involution, so cursors still name the right event),
+// and ids no longer increase in delivery order.
+func (st *state) eventID(pos uint64) string { return eventID(st.swap(pos)) }
+
+func (st *state) parseEventID(id string) (uint64, bool) {
+	pos, ok := parseEventID(id)
+	return st.swap(pos), ok
+}
+
+func (st *state) swap(pos uint64) uint64 {
+	switch {
+	case !st.swapIDs || pos == 0:
+		return pos
+	case pos%2 == 1:
+		return pos + 1
+	}
+	return pos - 1
 }
 
 // apply folds one commit into the projection. It is used both for live
@@ -222,9 +247,9 @@ func (st *state) apply(c *commit, retention int) error {
 		st.blobs[id] = b
 	}
 	for _, e := range c.Events {
-		pos, ok := parseEventID(e.ID)
+		pos, ok := st.parseEventID(e.ID)
 		if !ok || pos != st.nextPos {
-			return fmt.Errorf("event id %q out of order, want %s", e.ID, eventID(st.nextPos))
+			return fmt.Errorf("event id %q out of order, want %s", e.ID, st.eventID(st.nextPos))
 		}
 		e.pos = pos
 		st.events = append(st.events, e)
@@ -295,7 +320,7 @@ func (st *state) event(pos uint64) (*Event, bool) {
 
 // cursorValid reports whether an event id can be used as a resume point.
 func (st *state) cursorValid(id string) (uint64, bool) {
-	pos, ok := parseEventID(id)
+	pos, ok := st.parseEventID(id)
 	if !ok {
 		return 0, false
 	}
@@ -308,6 +333,8 @@ func (st *state) cursorValid(id string) (uint64, bool) {
 func (st *state) eventsAfter(sel streamSel, after uint64, limit int) (out []*Event, more bool) {
 	var positions []uint64
 	switch {
+	case sel.siblings != "":
+		positions = st.bySession[sel.siblings]
 	case sel.taskID != "":
 		positions = st.byTask[sel.taskID]
 	case sel.sessionID != "":
@@ -353,9 +380,15 @@ func (st *state) eventsAfter(sel streamSel, after uint64, limit int) (out []*Eve
 // streamSel selects the events of one stream.
 type streamSel struct {
 	taskID, sessionID, workspaceID string
+	// siblings, set with taskID under FaultEventsNotScoped, is the task's
+	// session: every task event of that session is selected.
+	siblings string
 }
 
 func (sel streamSel) match(e *Event) bool {
+	if sel.siblings != "" {
+		return e.TaskID != nil
+	}
 	if sel.taskID != "" && (e.TaskID == nil || *e.TaskID != sel.taskID) {
 		return false
 	}

@@ -177,6 +177,10 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_state_transition", Message: msg,
 			Details: map[string]any{"status": old.Status}}
 	}
+	if s.opts.Faults.Has(FaultCancelNoop) {
+		t := *old
+		return &result{status: http.StatusOK, body: &t}, nil
+	}
 	now := s.now()
 	t := *old
 	t.Status, t.CanceledAt, t.UpdatedAt = StatusCanceled, ptr(now), now
@@ -239,7 +243,8 @@ func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if Terminal(t.Status) {
+	reopen := Terminal(t.Status) && s.opts.Faults.Has(FaultTerminalAcceptsMessage)
+	if Terminal(t.Status) && !reopen {
 		return nil, conflict("task %s is %s; it takes no more messages", t.ID, t.Status)
 	}
 	rn := s.runners[t.ID]
@@ -257,6 +262,14 @@ func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
 	evKind := map[string]string{"input": "user.input_submitted", "tool_confirmation": "user.tool_confirmation", "interrupt": "user.message"}[kind]
 	cm.Events = append(cm.Events, s.newEvent(evKind, Pointer{"task", t.ID}, map[string]any{"message_id": msg.ID, "kind": kind},
 		t.WorkspaceID, t.SessionID, t.ID, c.actor))
+	if reopen && kind == "input" {
+		// The fault: input moves the finished task back to WORKING.
+		nt := *t
+		nt.Status, nt.UpdatedAt = StatusWorking, s.now()
+		cm.Puts = append(cm.Puts, put{Task: &nt})
+		cm.Events = append(cm.Events, s.newEvent(transitionEvent(t.Status, StatusWorking), Pointer{"task", t.ID},
+			map[string]any{"status": StatusWorking, "previous_status": t.Status}, t.WorkspaceID, t.SessionID, t.ID, c.actor))
+	}
 	return &result{status: http.StatusCreated, body: msg, c: cm, after: func() {
 		if rn == nil {
 			return
@@ -315,7 +328,9 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 	if sc != nil {
 		steps = sc.Steps
 	}
-	if !s.opts.Faults.Has(FaultIllegalTransition) || !onlyTerminal(steps) {
+	skipWorking := s.opts.Faults.Has(FaultIllegalTransition) && onlyTerminal(steps) ||
+		s.opts.Faults.Has(FaultPlainSkipsWork) && sc == nil
+	if !skipWorking {
 		if !s.move(ctx, id, StatusWorking, nil, nil) {
 			return
 		}
@@ -476,7 +491,7 @@ func (s *Server) move(ctx context.Context, id, to string, payload map[string]any
 		s.mu.Unlock()
 		return false
 	}
-	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) {
+	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) && !s.opts.Faults.Has(FaultPlainSkipsWork) {
 		// A worker bug, not a client's: refuse it and stop the worker rather
 		// than crash the server. Tests notice the task never finishing.
 		s.mu.Unlock()

@@ -49,6 +49,7 @@ func Build(in Input, gr types.Report) *Report {
 		Seed:            in.Seed,
 		Discovery:       in.Env.Discovery,
 		Notes:           append([]string{}, in.Notes...),
+		SuiteDefects:    []string{},
 	}
 	var outcomes []specOutcome
 	lat := map[string][]float64{}
@@ -84,6 +85,10 @@ func Build(in Input, gr types.Report) *Report {
 			case evidence.EntryNote:
 				if n, err := evidence.Decode[string](e); err == nil && !slices.Contains(r.Notes, n) {
 					r.Notes = append(r.Notes, n)
+				}
+			case evidence.EntryDefect:
+				if n, err := evidence.Decode[string](e); err == nil && !slices.Contains(r.SuiteDefects, n) {
+					r.SuiteDefects = append(r.SuiteDefects, n)
 				}
 			}
 		}

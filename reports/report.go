@@ -101,7 +101,11 @@ type Report struct {
 	SelfChecks []SpecResult `json:"self_checks"`
 	Latency    []OpLatency  `json:"latency"`
 	Notes      []string     `json:"notes"`
-	ExitCode   int          `json:"exit_code"`
+	// SuiteDefects are the suite's own mistakes seen during the run (a
+	// request no OpenAPI operation matches, not a registered negative
+	// probe): never a verdict on the target.
+	SuiteDefects []string `json:"suite_defects"`
+	ExitCode     int      `json:"exit_code"`
 }
 
 // Tool names this program.

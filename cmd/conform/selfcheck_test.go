@@ -99,6 +99,12 @@ func runConform(t *testing.T, args ...string) (int, string, *reports.Report, str
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("conform.json does not parse: %v", err)
 	}
+	// The OpenAPI gate: every request the suite sends matches an operation
+	// of the vendored document or is a registered negative probe
+	// (client.Request.Probe), whatever the target.
+	for _, d := range r.SuiteDefects {
+		t.Errorf("conform %v: suite defect: %s", args, d)
+	}
 	return code, string(b), &r, out
 }
 

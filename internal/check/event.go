@@ -23,6 +23,8 @@ type Event struct {
 	Sequence int64
 	Payload  map[string]any
 	TaskID   string // optional task_id, "" when absent
+	// SessionID is the optional session_id, "" when absent.
+	SessionID string
 }
 
 // key names the resource whose sequence the event belongs to.
@@ -69,6 +71,7 @@ func DecodeEvent(v any) (Event, error) {
 		e.Payload = p
 	}
 	e.TaskID, _ = m["task_id"].(string)
+	e.SessionID, _ = m["session_id"].(string)
 	if len(errs) > 0 {
 		name := "event"
 		if e.ID != "" {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,18 +166,107 @@ func Subject(d ReceiptDoc, task map[string]any) error {
 	return fmt.Errorf("%s: subject = {object: %q, id: %q}, want the task %q it is listed under (or its outcome %q, or a part of the task's run)", d.Label(), obj, id, taskID, outcomeID)
 }
 
-// Identifiers checks that the receipt's identifiers name the task's
-// workspace, session and id (RCPT-SHAPE-004).
-func Identifiers(d ReceiptDoc, task map[string]any) error {
+// RunIDs are the identifiers of the run a receipt covers, as the suite
+// knows them: it created the session (in that workspace) and submitted the
+// task, so none of them is taken on the target's word.
+type RunIDs struct {
+	Workspace, Session, Task string
+}
+
+// Identifiers checks that the receipt's identifiers name the run's
+// workspace, session and task (RCPT-SHAPE-004). An empty want is a caller
+// bug, never a vacuous match.
+func Identifiers(d ReceiptDoc, want RunIDs) error {
 	var errs []string
-	for _, f := range []struct{ member, field string }{{"workspace_ref", "workspace_id"}, {"session_id", "session_id"}, {"task_id", "id"}} {
-		want, _ := task[f.field].(string)
-		if got := d.Get("identifiers", f.member); got != want {
-			errs = append(errs, fmt.Sprintf("identifiers.%s = %s, want %q (the task's %s)", f.member, showValue(got), want, f.field))
+	for _, f := range []struct{ member, want, what string }{
+		{"workspace_ref", want.Workspace, "the workspace of the task's session"},
+		{"session_id", want.Session, "the task's session"},
+		{"task_id", want.Task, "the task"},
+	} {
+		if f.want == "" {
+			return fmt.Errorf("%s: cannot check identifiers.%s: the suite does not know %s", d.Label(), f.member, f.what)
+		}
+		if got := d.Get("identifiers", f.member); got != f.want {
+			errs = append(errs, fmt.Sprintf("identifiers.%s = %s, want %q (%s)", f.member, showValue(got), f.want, f.what))
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// costTolerance absorbs the rounding of decimal amounts in binary floats.
+const costTolerance = 1e-9
+
+// Cost checks that the receipt's cost is one account of the run
+// (RCPT-SHAPE-004): the per-provider amounts are parts of the total, so
+// their sum is not more than it; and when the Outcome states a numeric
+// cost total in the same currency (or none), the receipt's total equals
+// it. outcome may be nil.
+func Cost(d ReceiptDoc, outcome map[string]any) error {
+	total, ok := number(d.Get("cost", "total"))
+	if !ok {
+		return fmt.Errorf("%s: cost.total is %s, want a number", d.Label(), describe(d.Get("cost", "total")))
+	}
+	var errs []string
+	rows, _ := d.Get("cost", "provider_breakdown").([]any)
+	sum := 0.0
+	for _, x := range rows {
+		m, _ := x.(map[string]any)
+		if a, ok := number(m["amount"]); ok {
+			sum += a
+		}
+	}
+	if sum > total+costTolerance*(1+total) {
+		errs = append(errs, fmt.Sprintf("cost.provider_breakdown amounts add up to %v, more than cost.total %v: a breakdown of the total cannot exceed it", sum, total))
+	}
+	if oc, _ := outcome["cost"].(map[string]any); oc != nil {
+		ot, isNum := number(oc["total"])
+		cur, hasCur := oc["currency"].(string)
+		if isNum && (!hasCur || cur == d.Str("cost", "currency")) && math.Abs(ot-total) > costTolerance*(1+total) {
+			errs = append(errs, fmt.Sprintf("cost.total is %v %s, but the task's Outcome states cost.total %v", total, d.Str("cost", "currency"), ot))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// number reads a JSON number decoded as json.Number or float64.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// FinalArtifacts checks that every artifact the task's Outcome lists is
+// among the receipt's final_artifacts (RCPT-REF-004): the receipt's
+// "final artifact references" are the run's output. A receipt may name
+// more (internal or receipt-only artifacts the Outcome does not show).
+func FinalArtifacts(d ReceiptDoc, outcomeArtifacts []string) error {
+	named := map[string]bool{}
+	finals, _ := d.Get("final_artifacts").([]any)
+	for _, x := range finals {
+		m, _ := x.(map[string]any)
+		if id, _ := m["artifact_id"].(string); id != "" {
+			named[id] = true
+		}
+	}
+	var missing []string
+	for _, id := range outcomeArtifacts {
+		if !named[id] {
+			missing = append(missing, strconv.Quote(id))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: final_artifacts (%d entries) leaves out %s, which the task's Outcome lists among its artifacts", d.Label(), len(finals), strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -253,16 +344,18 @@ func SameReceipt(resp *client.Response, listed []byte) error {
 }
 
 // ServedID checks that the receipt read at GET /v1/receipts/{id} carries
-// that id (RCPT-SHAPE-006): an id names one receipt.
-func ServedID(resp *client.Response, id string) error {
-	d, err := DecodeReceipt(resp.Body)
-	if err != nil || resp.Status != 200 || d.Get("schema") == nil || d.Get("chain") == nil {
-		return nil // not a receipt at all: SameReceipt's finding
+// that id (RCPT-SHAPE-006): an id names one receipt. checked is false when
+// the answer is no receipt at all (SameReceipt's finding), so there was
+// nothing to compare.
+func ServedID(resp *client.Response, id string) (checked bool, err error) {
+	d, derr := DecodeReceipt(resp.Body)
+	if derr != nil || resp.Status != 200 || d.Get("schema") == nil || d.Get("chain") == nil {
+		return false, nil
 	}
 	if got := d.Str("receipt_id"); got != id {
-		return fmt.Errorf("%s: the receipt served under id %q says receipt_id %q", resp, id, got)
+		return true, fmt.Errorf("%s: the receipt served under id %q says receipt_id %q", resp, id, got)
 	}
-	return nil
+	return true, nil
 }
 
 func digestOf(b []byte) string {
@@ -470,4 +563,60 @@ func ReceiptOf(what string, d ReceiptDoc, taskID, sessionID string) error {
 	}
 	return fmt.Errorf("%s resolves to %s about task %q (session %q), want a receipt of task %q (session %q)", what, d.Label(),
 		d.Str("identifiers", "task_id"), d.Str("identifiers", "session_id"), taskID, sessionID)
+}
+
+// KeyDirectoryCapability is the discovery capability (GET /v1,
+// capabilities[…]) by which a target advertises where its receipt key
+// directory is, a conform extension like conform.scenarios
+// (docs/receipts.md §4); DefaultKeyDirectory is where the suite looks
+// without it. The directory lives outside /v1/receipts/{receipt_id}, whose
+// namespace belongs to receipt ids.
+const (
+	KeyDirectoryCapability = "conform.receipt_keys"
+	DefaultKeyDirectory    = "/v1/receipt-keys"
+)
+
+// KeyDirectoryPath reads the key directory location a discovery document
+// advertises in capabilities[KeyDirectoryCapability]: a path from the
+// protocol root ("/v1/receipt-keys"), resolved against the base URL like
+// every API path, or an absolute URL under the base URL. advertised is
+// false when discovery names no location (the caller then uses
+// DefaultKeyDirectory; so is a bare true). A location the suite will not
+// follow — not a string, or outside the base URL, where it would not send
+// the API key — is an error saying so.
+func KeyDirectoryPath(discovery map[string]any, base string) (path string, query url.Values, advertised bool, err error) {
+	caps, _ := discovery["capabilities"].(map[string]any)
+	v, ok := caps[KeyDirectoryCapability]
+	if _, flag := v.(bool); !ok || v == nil || flag {
+		// Absent, null, or a bare flag: no location, so the default one.
+		return DefaultKeyDirectory, nil, false, nil
+	}
+	s, isString := v.(string)
+	if !isString || strings.TrimSpace(s) == "" {
+		return "", nil, true, fmt.Errorf("discovery capabilities[%q] is %s, want the key directory's path (e.g. %q) or URL", KeyDirectoryCapability, describe(v), DefaultKeyDirectory)
+	}
+	u, perr := url.Parse(s)
+	if perr != nil {
+		return "", nil, true, fmt.Errorf("discovery capabilities[%q] %q is not a URL: %v", KeyDirectoryCapability, s, perr)
+	}
+	p := u.EscapedPath()
+	if u.IsAbs() || u.Host != "" {
+		b, berr := url.Parse(base)
+		prefix := ""
+		if berr == nil {
+			prefix = strings.TrimSuffix(b.EscapedPath(), "/")
+		}
+		if berr != nil || !strings.EqualFold(u.Scheme, b.Scheme) || !strings.EqualFold(u.Host, b.Host) || !strings.HasPrefix(p, prefix+"/") {
+			return "", nil, true, fmt.Errorf("discovery capabilities[%q] %q is outside the target's base URL: the suite does not send the API key to another location", KeyDirectoryCapability, s)
+		}
+		p = strings.TrimPrefix(p, prefix)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", nil, true, fmt.Errorf("discovery capabilities[%q] %q is a relative reference, want a path from the protocol root such as %q", KeyDirectoryCapability, s, DefaultKeyDirectory)
+	}
+	var q url.Values
+	if u.RawQuery != "" {
+		q = u.Query()
+	}
+	return p, q, true, nil
 }

@@ -109,9 +109,18 @@ func TestShapeChecks(t *testing.T) {
 	rcptWant(t, "subject of another task", Subject(d, other), false, `want the task "task_other"`)
 	outcome := rcptEdit(t, raw, func(m map[string]any) { m["subject"] = map[string]any{"object": "outcome", "id": "out_1"} })
 	rcptWant(t, "subject outcome", Subject(rcptDoc(t, outcome), other), true, "")
-	rcptWant(t, "identifiers", Identifiers(d, task), true, "")
-	task2 := map[string]any{"id": "task_conform_full_0001", "workspace_id": "ws_x", "session_id": "sess_conform_full_0001"}
-	rcptWant(t, "identifiers wrong ws", Identifiers(d, task2), false, `identifiers.workspace_ref = "ws_fixture_repo", want "ws_x"`)
+	ids := RunIDs{Workspace: "ws_fixture_repo", Session: "sess_conform_full_0001", Task: "task_conform_full_0001"}
+	rcptWant(t, "identifiers", Identifiers(d, ids), true, "")
+	wrongWS := ids
+	wrongWS.Workspace = "ws_x"
+	rcptWant(t, "identifiers wrong ws", Identifiers(d, wrongWS), false, `identifiers.workspace_ref = "ws_fixture_repo", want "ws_x"`)
+	wrongSess := ids
+	wrongSess.Session = "sess_x"
+	rcptWant(t, "identifiers wrong session", Identifiers(d, wrongSess), false, `identifiers.session_id = "sess_conform_full_0001", want "sess_x"`)
+	// Nothing known to compare with is never a match.
+	rcptWant(t, "identifiers unknown", Identifiers(d, RunIDs{Task: "task_conform_full_0001"}), false, "does not know")
+	noIDs := rcptEdit(t, raw, func(m map[string]any) { delete(m["identifiers"].(map[string]any), "task_id") })
+	rcptWant(t, "identifiers absent", Identifiers(rcptDoc(t, noIDs), ids), false, "identifiers.task_id = missing")
 	rcptWant(t, "lifecycle", Lifecycle(d, Completed), true, "")
 	rcptWant(t, "lifecycle wrong state", Lifecycle(d, Failed), false, `want "FAILED"`)
 	backwards := rcptEdit(t, raw, func(m map[string]any) { m["lifecycle"].(map[string]any)["completed_at"] = "2026-04-25T00:00:00Z" })
@@ -138,10 +147,97 @@ func TestSameReceipt(t *testing.T) {
 	changed := rcptEdit(t, raw, func(m map[string]any) { m["issued_at"] = "2026-04-26T00:00:00Z" })
 	rcptWant(t, "differs", SameReceipt(resp(200, string(changed)), raw), false, "differs from the one in the task's receipts list")
 	rcptWant(t, "404", SameReceipt(resp(404, `{}`), raw), false, "status = 404")
-	rcptWant(t, "served id", ServedID(resp(200, string(raw)), id), true, "")
-	rcptWant(t, "other id", ServedID(resp(200, string(raw)), "rcpt_other"), false, `says receipt_id "rcpt_conform_full_0001"`)
-	rcptWant(t, "not a receipt", ServedID(resp(404, `{}`), id), true, "")
-	rcptWant(t, "wrapper", ServedID(resp(200, wrapped), id), true, "")
+	for _, tc := range []struct {
+		name    string
+		resp    int
+		body    string
+		id      string
+		checked bool
+		ok      bool
+	}{
+		{"served id", 200, string(raw), id, true, true},
+		{"other id", 200, string(raw), "rcpt_other", true, false},
+		{"not a receipt", 404, `{}`, id, false, true},
+		{"wrapper", 200, wrapped, id, false, true},
+	} {
+		checked, err := ServedID(resp(tc.resp, tc.body), tc.id)
+		rcptWant(t, tc.name, err, tc.ok, "")
+		if checked != tc.checked {
+			t.Errorf("%s: checked = %v, want %v", tc.name, checked, tc.checked)
+		}
+	}
+}
+
+func TestCost(t *testing.T) {
+	raw := rcptFixture(t, "valid/task-completed.json")
+	d := rcptDoc(t, raw)
+	rcptWant(t, "consistent", Cost(d, nil), true, "")
+	rcptWant(t, "outcome agrees", Cost(d, map[string]any{"cost": map[string]any{"total": 0.0375, "currency": "EUR"}}), true, "")
+	rcptWant(t, "outcome without currency agrees", Cost(d, map[string]any{"cost": map[string]any{"total": json.Number("0.0375")}}), true, "")
+	rcptWant(t, "outcome disagrees", Cost(d, map[string]any{"cost": map[string]any{"total": 1.5, "currency": "EUR"}}), false, "Outcome states cost.total 1.5")
+	rcptWant(t, "outcome in another currency", Cost(d, map[string]any{"cost": map[string]any{"total": 1.5, "currency": "USD"}}), true, "")
+	rcptWant(t, "outcome cost without total", Cost(d, map[string]any{"cost": map[string]any{"note": "n/a"}}), true, "")
+	over := rcptEdit(t, raw, func(m map[string]any) {
+		m["cost"].(map[string]any)["provider_breakdown"] = []any{map[string]any{"provider": "a", "amount": 0.03}, map[string]any{"provider": "b", "amount": 0.03}}
+	})
+	rcptWant(t, "breakdown over total", Cost(rcptDoc(t, over), nil), false, "more than cost.total")
+	under := rcptEdit(t, raw, func(m map[string]any) {
+		m["cost"].(map[string]any)["provider_breakdown"] = []any{}
+	})
+	rcptWant(t, "breakdown under total", Cost(rcptDoc(t, under), nil), true, "")
+	// Decimal amounts that add up in decimal but not in binary floats.
+	tenths := rcptEdit(t, raw, func(m map[string]any) {
+		m["cost"] = map[string]any{"currency": "USD", "total": 0.3, "provider_breakdown": []any{
+			map[string]any{"provider": "a", "amount": 0.1}, map[string]any{"provider": "b", "amount": 0.2}}}
+	})
+	rcptWant(t, "float rounding", Cost(rcptDoc(t, tenths), nil), true, "")
+	noTotal := rcptEdit(t, raw, func(m map[string]any) { delete(m["cost"].(map[string]any), "total") })
+	rcptWant(t, "no total", Cost(rcptDoc(t, noTotal), nil), false, "cost.total is missing")
+}
+
+func TestFinalArtifacts(t *testing.T) {
+	d := rcptDoc(t, rcptFixture(t, "valid/task-completed.json"))
+	rcptWant(t, "listed", FinalArtifacts(d, []string{"art_release_notes"}), true, "")
+	rcptWant(t, "no outcome artifacts", FinalArtifacts(d, nil), true, "")
+	rcptWant(t, "left out", FinalArtifacts(d, []string{"art_release_notes", "art_other"}), false, `leaves out "art_other"`)
+}
+
+func TestKeyDirectoryPath(t *testing.T) {
+	const base = "https://h.example/api"
+	caps := func(v any) map[string]any {
+		return map[string]any{"capabilities": map[string]any{KeyDirectoryCapability: v}}
+	}
+	for _, tc := range []struct {
+		name       string
+		disc       map[string]any
+		path       string
+		query      string
+		advertised bool
+		err        string
+	}{
+		{"not advertised", map[string]any{}, DefaultKeyDirectory, "", false, ""},
+		{"no such capability", map[string]any{"capabilities": map[string]any{"receipts": true}}, DefaultKeyDirectory, "", false, ""},
+		{"null", caps(nil), DefaultKeyDirectory, "", false, ""},
+		{"path", caps("/v1/keys"), "/v1/keys", "", true, ""},
+		{"path with query", caps("/v1/keys?format=dir"), "/v1/keys", "format=dir", true, ""},
+		{"absolute under base", caps("https://h.example/api/v1/receipt-keys"), "/v1/receipt-keys", "", true, ""},
+		{"absolute elsewhere", caps("https://keys.example/v1/receipt-keys"), "", "", true, "outside the target's base URL"},
+		{"absolute outside prefix", caps("https://h.example/other/v1/receipt-keys"), "", "", true, "outside the target's base URL"},
+		{"relative reference", caps("receipt-keys"), "", "", true, "relative reference"},
+		{"a bare flag", caps(true), DefaultKeyDirectory, "", false, ""},
+		{"not a string", caps(7), "", "", true, "want the key directory's path"},
+		{"empty", caps(""), "", "", true, "want the key directory's path"},
+	} {
+		path, q, adv, err := KeyDirectoryPath(tc.disc, base)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
+		case path != tc.path || q.Encode() != tc.query || adv != tc.advertised:
+			t.Errorf("%s: (%q, %q, %v), want (%q, %q, %v)", tc.name, path, q.Encode(), adv, tc.path, tc.query, tc.advertised)
+		}
+	}
 }
 
 func TestChainLink(t *testing.T) {

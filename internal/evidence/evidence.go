@@ -23,6 +23,10 @@ const (
 	EntryLatency    = "conform.latency"
 	EntryNote       = "conform.note" // informational, never a verdict
 	EntrySkip       = "conform.skip" // why a spec ended without judging the target
+	// EntryDefect is a defect of the suite itself (a request that matches
+	// no OpenAPI operation and is no registered negative probe): never a
+	// verdict on the target, and a self-test failure.
+	EntryDefect = "conform.defect"
 )
 
 // Verdict values a spec records beyond pass (which is implied).

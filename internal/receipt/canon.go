@@ -102,6 +102,22 @@ func hashInput(obj map[string]any) ([]byte, error) {
 	return canonicalize(b)
 }
 
+// canonicalWithHash returns the receipt without signatures, chain.receipt_hash
+// kept, in RFC 8785 form: the input of ProfileCanonicalWithHash signatures.
+func canonicalWithHash(obj map[string]any) ([]byte, error) {
+	trimmed := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "signatures" {
+			trimmed[k] = v
+		}
+	}
+	b, err := encode(trimmed)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalize(b)
+}
+
 // Canonical returns the exact bytes a receipt's hash is computed over:
 // raw with chain.receipt_hash and signatures removed, in RFC 8785 form.
 func Canonical(raw []byte) ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -81,6 +82,9 @@ type Result struct {
 	Canonical []byte    `json:"-"`                       // the hashed bytes
 	Steps     []Step    `json:"steps"`
 	Findings  []Finding `json:"findings"`
+	// SignatureProfiles lists the signing inputs (ProfileHash,
+	// ProfileCanonical) of the signatures that verified, each once.
+	SignatureProfiles []string `json:"signature_profiles,omitempty"`
 }
 
 // Valid reports whether verification found nothing wrong.
@@ -274,10 +278,13 @@ func (r *Result) checkMerkle(chain map[string]any, want string) {
 	}
 }
 
-// checkSignatures verifies each signature over SignedBytes of the receipt's
-// hash: the stored one when it is well formed (that is what the issuer
-// signed; a stored/computed mismatch is already a hash finding), otherwise
-// the computed one.
+// checkSignatures verifies each signature over any documented signing
+// input: SignedBytes of the receipt's hash — the stored one when there is
+// one (that is what the issuer signed; a stored/computed mismatch is
+// already a hash finding), otherwise the computed one — or the canonical
+// receipt as received, without its signatures, either without
+// chain.receipt_hash (the hash input, ProfileCanonical) or with it
+// (ProfileCanonicalWithHash).
 func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 	sigs, _ := obj["signatures"].([]any)
 	if len(sigs) == 0 {
@@ -300,6 +307,7 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		failures  []Finding
 		oks       []string
 		unchecked []string
+		withHash  []byte // the canonical receipt with its hash, made when needed
 	)
 	bad := func(class, msg string) {
 		failures = append(failures, Finding{Class: class, Step: StepSignatures, Message: msg})
@@ -340,11 +348,27 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 			continue
 		}
 		pub := ed25519.PublicKey(key.Key)
-		if !ed25519.Verify(pub, SignedBytes(h), sig) {
-			bad(ClassSignatureInvalid, fmt.Sprintf("%s: ed25519 signature by %s does not verify over the ASCII bytes of %s%s", at, quote(id), h, misSigned(pub, sig, h, r.Canonical)))
+		profile := ""
+		switch {
+		case ed25519.Verify(pub, SignedBytes(h), sig):
+			profile = ProfileHash
+		case r.Canonical != nil && ed25519.Verify(pub, r.Canonical, sig):
+			profile = ProfileCanonical
+		default:
+			if withHash == nil {
+				withHash, _ = canonicalWithHash(obj)
+			}
+			if withHash != nil && ed25519.Verify(pub, withHash, sig) {
+				profile = ProfileCanonicalWithHash
+				break
+			}
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: ed25519 signature by %s verifies over none of the signing inputs: the ASCII bytes of %s, the canonical receipt without chain.receipt_hash, the canonical receipt with it%s", at, quote(id), h, misSigned(pub, sig, h)))
 			continue
 		}
-		oks = append(oks, quote(id))
+		if !slices.Contains(r.SignatureProfiles, profile) {
+			r.SignatureProfiles = append(r.SignatureProfiles, profile)
+		}
+		oks = append(oks, quote(id)+" over the "+profileText(profile))
 	}
 	if len(failures) > 0 {
 		r.Steps = append(r.Steps, Step{Name: StepSignatures, Detail: joinFindings(failures)})
@@ -362,14 +386,22 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 	r.pass(StepSignatures, detail)
 }
 
-// misSigned is a debugging hint: it names the usual wrong choices of signed
-// bytes when the signature verifies over one of them instead.
-func misSigned(pub ed25519.PublicKey, sig []byte, h string, canonical []byte) string {
-	if raw, err := hexDigest(h); err == nil && ed25519.Verify(pub, raw, sig) {
-		return " (it verifies over the raw 32-byte digest instead: sign the hash string)"
+// profileText names a signing profile in step details.
+func profileText(profile string) string {
+	switch profile {
+	case ProfileCanonical:
+		return "canonical bytes"
+	case ProfileCanonicalWithHash:
+		return "canonical bytes with the hash"
 	}
-	if canonical != nil && ed25519.Verify(pub, canonical, sig) {
-		return " (it verifies over the canonical receipt bytes instead: sign the hash string)"
+	return "hash string"
+}
+
+// misSigned is a debugging hint: it names the usual wrong choice of signed
+// bytes when the signature verifies over it instead.
+func misSigned(pub ed25519.PublicKey, sig []byte, h string) string {
+	if raw, err := hexDigest(h); err == nil && ed25519.Verify(pub, raw, sig) {
+		return " (it verifies over the raw 32-byte digest instead: sign the hash string or the canonical bytes)"
 	}
 	return ""
 }

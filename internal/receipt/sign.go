@@ -31,12 +31,30 @@ func canonicalAlgorithm(name string) (string, bool) {
 	return name, false
 }
 
-// SignedBytes returns the exact bytes a receipt signature covers: the ASCII
-// bytes of the receipt hash string itself, "sha256:" plus 64 lowercase hex
-// digits (71 bytes), not the raw 32-byte digest and not the canonical
-// receipt. Signing the printed form keeps the algorithm name inside the
-// signed bytes.
+// SignedBytes returns the bytes a signature of ProfileHash covers: the
+// ASCII bytes of the receipt hash string itself, "sha256:" plus 64
+// lowercase hex digits (71 bytes), not the raw 32-byte digest. Signing the
+// printed form keeps the algorithm name inside the signed bytes.
 func SignedBytes(receiptHash string) []byte { return []byte(receiptHash) }
+
+// Signing profiles: the signing inputs the protocol's wording allows
+// ("canonicalize receipt JSON with RFC 8785 before hashing or signing"):
+// the stored hash text, or "the canonical receipt" without its signatures,
+// with or without chain.receipt_hash. A verifier accepts a signature over
+// any of them and reports which it found (docs/receipts.md §3).
+const (
+	// ProfileHash signs SignedBytes(chain.receipt_hash): the ASCII text of
+	// the stored hash. What Seal writes by default.
+	ProfileHash = "hash"
+	// ProfileCanonical signs the RFC 8785 canonical bytes of the receipt
+	// without chain.receipt_hash and signatures: exactly the hash input
+	// (what Canonical returns and `conform receipt verify --canonical`
+	// prints).
+	ProfileCanonical = "canonical"
+	// ProfileCanonicalWithHash signs the RFC 8785 canonical bytes of the
+	// receipt without signatures but with chain.receipt_hash.
+	ProfileCanonicalWithHash = "canonical-with-hash"
+)
 
 // PublicKey is one entry of a key directory.
 type PublicKey struct {
@@ -186,11 +204,15 @@ type Signer struct {
 	KeyID    string
 	Key      ed25519.PrivateKey
 	SignedAt time.Time // written as signed_at when not zero
+	// Profile is the signing input: ProfileHash ("" means the same) or
+	// ProfileCanonical.
+	Profile string
 }
 
 // Seal makes raw a verifiable receipt: it computes the receipt hash, stores
 // it in chain.receipt_hash, and replaces signatures with one ed25519
-// signature per signer over SignedBytes(hash). With no signers it removes
+// signature per signer over its profile's signing input (SignedBytes(hash)
+// by default, or the canonical hash input). With no signers it removes
 // signatures, since any old ones would cover a stale hash. The result is
 // compact JSON with members in Go's (code-point) order; number literals are
 // kept as written, so a receipt can be sealed without being canonicalized.
@@ -226,10 +248,22 @@ func Seal(raw []byte, signers ...Signer) ([]byte, error) {
 			if len(s.Key) != ed25519.PrivateKeySize {
 				return nil, fmt.Errorf("seal: signer %q: private key is %d bytes, want %d", s.KeyID, len(s.Key), ed25519.PrivateKeySize)
 			}
+			msg := SignedBytes(h)
+			switch s.Profile {
+			case "", ProfileHash:
+			case ProfileCanonical:
+				msg = in
+			case ProfileCanonicalWithHash:
+				if msg, err = canonicalWithHash(obj); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, fmt.Errorf("seal: signer %q: unknown signing profile %q, want %q, %q or %q", s.KeyID, s.Profile, ProfileHash, ProfileCanonical, ProfileCanonicalWithHash)
+			}
 			sig := map[string]any{
 				"key_id":    s.KeyID,
 				"algorithm": Ed25519,
-				"signature": SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, SignedBytes(h))),
+				"signature": SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, msg)),
 			}
 			if !s.SignedAt.IsZero() {
 				sig["signed_at"] = s.SignedAt.UTC().Format(time.RFC3339)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,47 @@ func TestUncheckedAlgorithmIsReported(t *testing.T) {
 		if s.Name == StepSignatures && (!s.Skipped || !strings.Contains(s.Detail, `"es256" not checked`)) {
 			t.Errorf("signatures step = %+v, want skipped naming es256", s)
 		}
+	}
+}
+
+// TestSigningProfiles: a signature over either documented signing input
+// verifies and is reported with its profile; one over the raw digest or
+// over other bytes does not.
+func TestSigningProfiles(t *testing.T) {
+	k := testKey("one")
+	keys := keySet(t, pub("k1", k))
+	for _, tc := range []struct {
+		profile, want string
+	}{{"", ProfileHash}, {ProfileHash, ProfileHash}, {ProfileCanonical, ProfileCanonical}, {ProfileCanonicalWithHash, ProfileCanonicalWithHash}} {
+		sealed, err := Seal(baseReceipt(t), Signer{KeyID: "k1", Key: k, Profile: tc.profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Verify(sealed, Options{Keys: keys})
+		if !r.Valid() || !slices.Equal(r.SignatureProfiles, []string{tc.want}) {
+			t.Errorf("profile %q: findings %v, profiles %v, want valid with [%s]", tc.profile, r.Findings, r.SignatureProfiles, tc.want)
+		}
+		if r := Verify(sealed, Options{}); r.SignatureProfiles != nil {
+			t.Errorf("profile %q without keys: profiles %v, want none (nothing was checked)", tc.profile, r.SignatureProfiles)
+		}
+	}
+	// Both profiles on one receipt are both reported.
+	both, err := Seal(baseReceipt(t), Signer{KeyID: "k1", Key: k}, Signer{KeyID: "k2", Key: testKey("two"), Profile: ProfileCanonical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Verify(both, Options{Keys: keySet(t, pub("k1", k), pub("k2", testKey("two")))})
+	if !r.Valid() || !slices.Equal(r.SignatureProfiles, []string{ProfileHash, ProfileCanonical}) {
+		t.Errorf("two profiles: findings %v, profiles %v", r.Findings, r.SignatureProfiles)
+	}
+	// A canonical-bytes signature covers the content: an edit after sealing
+	// breaks it (and the hash), unlike a hash-string signature.
+	sealed, _ := Seal(baseReceipt(t), Signer{KeyID: "k1", Key: k, Profile: ProfileCanonical})
+	edited := strings.Replace(string(sealed), `"rcpt_conform_failed_0001"`, `"rcpt_conform_failed_0002"`, 1)
+	if got := Verify([]byte(edited), Options{Keys: keys}).Classes(); !slices.Contains(got, ClassSignatureInvalid) || !slices.Contains(got, ClassHashMismatch) {
+		t.Errorf("edited canonical-signed receipt: classes %v, want signature_invalid and hash_mismatch", got)
+	}
+	if _, err := Seal(baseReceipt(t), Signer{KeyID: "k1", Key: k, Profile: "digest"}); err == nil {
+		t.Error("Seal accepted an unknown signing profile")
 	}
 }

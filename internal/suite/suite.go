@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/evidence"
+	"github.com/harn-conform/conform/internal/openapi"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/target"
 )
@@ -79,6 +81,20 @@ type specState struct {
 	rec    *client.Recorder
 	client *client.Client
 	soft   []evidence.Verdict // recorded failures that fail the spec at its end
+
+	mu      sync.Mutex
+	traffic []client.Traffic // every exchange, for the OpenAPI oracle at the spec's end
+}
+
+// maxTraffic bounds what one spec keeps for the oracle.
+const maxTraffic = 2000
+
+func (st *specState) observe(t client.Traffic) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.traffic) < maxTraffic {
+		st.traffic = append(st.traffic, t)
+	}
 }
 
 var (
@@ -95,7 +111,7 @@ var _ = BeforeEach(func() {
 	current.Store(st)
 	env := Env()
 	gate(env)
-	st.client = env.Client.WithRecorder(st.rec)
+	st.client = env.Client.WithRecorder(st.rec).WithObserver(st.observe)
 }, OncePerOrdered)
 
 var _ = AfterEach(func() {
@@ -103,6 +119,7 @@ var _ = AfterEach(func() {
 	if st == nil {
 		return
 	}
+	judgeTraffic(st)
 	ex, dropped := st.rec.Exchanges()
 	if len(ex) > 0 {
 		samples := make([]evidence.LatencySample, 0, len(ex))
@@ -313,4 +330,96 @@ func NothingToCheck(req, reason, remedy string) {
 func NotApplicableTo(req, reason string) {
 	v := evidence.Verdict{Req: req, Verdict: "skip", Message: Env().Redactor.String(reason)}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+}
+
+// judgeTraffic runs the OpenAPI oracle over every exchange of the spec:
+// each response against its operation's declared schemas, each request the
+// suite sent against its operation. A response that breaks the document
+// fails the requirement the oracle maps it to (with the JSON pointer and
+// value), whichever spec saw it, so hand-written checks carry semantics
+// only. A request that matches no operation and is not a registered
+// negative probe is the suite's own defect: it goes to the report's
+// suite_defects, never to a verdict on the target.
+func judgeTraffic(st *specState) {
+	st.mu.Lock()
+	traffic := st.traffic
+	st.traffic = nil
+	st.mu.Unlock()
+	if len(traffic) == 0 {
+		return
+	}
+	doc, err := openapi.Default()
+	if err != nil {
+		AddReportEntry(evidence.EntryDefect, "the vendored OpenAPI document does not load: "+err.Error(), ReportEntryVisibilityNever)
+		return
+	}
+	reg, err := requirements.Default()
+	if err != nil {
+		return // Validate reported it before the run
+	}
+	env := Env()
+	type finding struct {
+		first string
+		more  int
+	}
+	byReq := map[string]*finding{}
+	var order []string
+	// A retry with an Idempotency-Key used on the same target may answer
+	// 200 with the first response's resource ("a retry MAY return the
+	// in-flight Task"; docs/interpretations.md): the document's 201/202
+	// binds a first answer only. Concurrent retries complete in any order,
+	// so every exchange of a key sent more than once may be the replay.
+	keyUses := map[string]int{}
+	keyOf := func(t client.Traffic) string {
+		if k := t.RequestHeader.Get("Idempotency-Key"); k != "" {
+			return t.Method + " " + t.Path + " " + k
+		}
+		return ""
+	}
+	for _, t := range traffic {
+		keyUses[keyOf(t)]++
+	}
+	for _, t := range traffic {
+		retry := keyOf(t) != "" && keyUses[keyOf(t)] > 1
+		for _, v := range doc.ValidateTraffic(t) {
+			if retry && t.Status == http.StatusOK && v.Pointer == "" && strings.Contains(v.Message, "is not declared") {
+				continue
+			}
+			msg := env.Redactor.String(v.Error())
+			if v.Kind != openapi.KindResponse {
+				// The suite's own request: no verdict on the target.
+				AddReportEntry(evidence.EntryDefect, msg, ReportEntryVisibilityNever)
+				continue
+			}
+			if v.Req == "" {
+				continue // an operation no requirement of the registry covers yet
+			}
+			r, ok := reg.Lookup(v.Req)
+			if !ok || !env.Selected(r.Level).Run {
+				continue
+			}
+			if f := byReq[v.Req]; f != nil {
+				f.more++
+				continue
+			}
+			byReq[v.Req] = &finding{first: msg}
+			order = append(order, v.Req)
+		}
+	}
+	for _, req := range order {
+		f := byReq[req]
+		msg := "OpenAPI: " + f.first
+		if f.more > 0 {
+			msg += fmt.Sprintf(" (and %d more like it in this spec)", f.more)
+		}
+		verdict := evidence.VerdictFail
+		if r, _ := reg.Lookup(req); !r.Keyword.Mandatory() {
+			verdict = evidence.VerdictWarn
+		}
+		v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg}
+		AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+		if verdict == evidence.VerdictFail {
+			st.soft = append(st.soft, v)
+		}
+	}
 }

@@ -21,11 +21,11 @@ func presentedKeyEchoed(resp *client.Response, key string) error {
 
 var _ = Describe("Authentication", func() {
 	It("refuses a request without Authorization with 401 unauthenticated", suite.Req("CORE-AUTH-001", "CORE-ERR-002", "CORE-ERR-003", "CORE-AUTH-004"), func(ctx SpecContext) {
-		resp := suite.Do(ctx, client.Request{Path: "/v1/tasks", NoAuth: true}, "CORE-AUTH-001")
+		resp := suite.Do(ctx, client.Request{Path: "/v1/tasks", NoAuth: true, Probe: "no Authorization"}, "CORE-AUTH-001")
 		expectError(resp, "CORE-AUTH-001", http.StatusUnauthorized, "unauthenticated")
 		// A write too: the body names no real Session, so a target that
 		// skips authentication refuses it for another reason and creates nothing.
-		resp = suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks", NoAuth: true,
+		resp = suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks", NoAuth: true, Probe: "no Authorization",
 			Body: map[string]any{"session_id": suite.Key("conform-missing"), "input": textMessage("user", "x")}}, "CORE-AUTH-001")
 		expectError(resp, "CORE-AUTH-001", http.StatusUnauthorized, "unauthenticated")
 	})
@@ -37,7 +37,7 @@ var _ = Describe("Authentication", func() {
 			"Basic " + basic,                  // another scheme
 			"Token " + suite.Key("not-a-key"), // an unknown scheme
 		} {
-			resp := suite.Do(ctx, client.Request{Path: "/v1/tasks", Authorization: h}, "CORE-AUTH-002")
+			resp := suite.Do(ctx, client.Request{Path: "/v1/tasks", Authorization: h, Probe: "malformed Authorization"}, "CORE-AUTH-002")
 			expectError(resp, "CORE-AUTH-002", http.StatusUnauthorized, "unauthenticated")
 		}
 	})

@@ -120,7 +120,7 @@ var _ = Describe("Idempotency", func() {
 		}
 		for _, key := range []string{"", long + "k"} {
 			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: body,
-				Header: http.Header{"Idempotency-Key": {key}}}, "CORE-IDEM-006")
+				Header: http.Header{"Idempotency-Key": {key}}, Probe: "Idempotency-Key of a refused length"}, "CORE-IDEM-006")
 			if err := check.Status(resp, http.StatusBadRequest); err != nil {
 				suite.Should("CORE-IDEM-006", fmt.Errorf("a %d-character Idempotency-Key: %w", len(key), err))
 			}

@@ -53,7 +53,7 @@ var _ = Describe("Pagination", func() {
 		}
 		// Out of range: refused as invalid, or clamped into a valid page.
 		for _, v := range []string{"0", "201"} {
-			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {v}}}, "CORE-PAGE-002")
+			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {v}}, Probe: "limit out of range"}, "CORE-PAGE-002")
 			if resp.Status == http.StatusBadRequest {
 				expectError(resp, "CORE-PAGE-002", http.StatusBadRequest, "invalid_request")
 				continue

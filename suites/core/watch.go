@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -40,6 +41,11 @@ type watch struct {
 func watchSession(ctx context.Context, session string) (*watch, error) {
 	GinkgoHelper()
 	path := "/v1/sessions/" + client.Seg(session) + "/events/stream"
+	if why := notWatchable.Load(); why != nil {
+		// The target already answered a session stream with something that
+		// is not one: asking again in every spec only costs time.
+		return nil, errors.New(*why)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	// Timeout only bounds the body sample of an answer that is not a
 	// stream (a 200 text/plain "stream" never ends): the watch is an extra
@@ -54,7 +60,9 @@ func watchSession(ctx context.Context, session string) (*watch, error) {
 	if err := check.EventStream(s.Response); err != nil {
 		s.Close()
 		cancel()
-		return w, err
+		msg := err.Error()
+		notWatchable.Store(&msg)
+		return nil, err
 	}
 	done := make(chan struct{})
 	DeferCleanup(func() { cancel(); s.Close(); <-done })
@@ -64,6 +72,10 @@ func watchSession(ctx context.Context, session string) (*watch, error) {
 	}()
 	return w, nil
 }
+
+// notWatchable remembers, for the rest of the run, that the target does not
+// answer session streams with a stream.
+var notWatchable atomic.Pointer[string]
 
 func (w *watch) read(ctx context.Context, s *client.Stream) {
 	where := "GET " + w.path
