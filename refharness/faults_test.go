@@ -536,6 +536,15 @@ var probes = map[Fault]probe{
 		r := p.do("GET", "/v1/sessions/"+p.sess, nil, "-"+VersionHeader, "")
 		return statusIs(r, 426, "session read without the version header")
 	},
+	FaultClosedTakesTasks: func(p *probeEnv) error {
+		sess := p.session()
+		p.do("POST", "/v1/sessions/"+sess+"/close", nil)
+		body := map[string]any{"input": map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": "x", "visibility": "public"}}}}
+		if r := p.do("POST", "/v1/sessions/"+sess+"/tasks", body); r.Code/100 == 2 {
+			return fmt.Errorf("a CLOSED session accepted a task: %d", r.Code)
+		}
+		return nil
+	},
 }
 
 // eventIDOf is frame i's event id, from the JSON data if the id line is missing.

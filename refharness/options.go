@@ -176,8 +176,9 @@ const (
 	FaultLowercaseStatus Fault = "lowercase-status"    // task statuses are spelled in lower case (task objects and state event payloads)
 	FaultPlainSkipsWork  Fault = "plain-skips-working" // plain tasks jump SUBMITTED -> COMPLETED; task.completed names no previous status
 	// Enforcement on /v1/tasks only: a suite that probed only there passed these.
-	FaultAuthOnlyOnTasks    Fault = "auth-only-on-tasks"    // requests without Authorization are served everywhere but under /v1/tasks
-	FaultVersionOnlyOnTasks Fault = "version-only-on-tasks" // the version header is checked only under /v1/tasks
+	FaultAuthOnlyOnTasks    Fault = "auth-only-on-tasks"         // requests without Authorization are served everywhere but under /v1/tasks
+	FaultVersionOnlyOnTasks Fault = "version-only-on-tasks"      // the version header is checked only under /v1/tasks
+	FaultClosedTakesTasks   Fault = "closed-session-takes-tasks" // a CLOSED session still accepts new tasks
 )
 
 // Receipt content and signing faults (receipts.go), issue 9.
@@ -217,7 +218,7 @@ func AllFaults() []Fault {
 		FaultReceiptEventNoID, FaultReceiptWrongState, FaultReceiptWrongIDs, FaultReceiptWrongSubject,
 		FaultReceiptUpperHash, FaultEventLeaksSecret, FaultReceiptLeaksAPIKey, FaultReceiptIDMismatch,
 		FaultReceiptLeaksBearer,
-		FaultCancelNoop, FaultLowercaseStatus, FaultPlainSkipsWork, FaultAuthOnlyOnTasks, FaultVersionOnlyOnTasks,
+		FaultCancelNoop, FaultLowercaseStatus, FaultPlainSkipsWork, FaultAuthOnlyOnTasks, FaultVersionOnlyOnTasks, FaultClosedTakesTasks,
 		FaultReceiptCostInconsistent, FaultReceiptDropsArtifacts, FaultReceiptSignsDigest,
 		FaultEventsNotScoped, FaultEventIDsNotMonotonic, FaultTerminalAcceptsMessage, FaultIdempotencyByteCompare,
 	}

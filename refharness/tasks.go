@@ -134,7 +134,7 @@ func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) 
 			return nil, badRequest("metadata."+scenario.Key, "%v", err)
 		}
 	}
-	if se.State == "CLOSED" {
+	if se.State == "CLOSED" && !s.opts.Faults.Has(FaultClosedTakesTasks) {
 		return nil, conflict("session %s is CLOSED; tasks cannot be submitted", se.ID)
 	}
 	t := &Task{Envelope: s.envelope("task", "task", meta), SessionID: se.ID, WorkspaceID: se.WorkspaceID,

@@ -175,3 +175,36 @@ func TestGarbageTarget(t *testing.T) {
 		})
 	}
 }
+
+// --max-duration bounds a run: a target that stops answering task reads
+// (until the client gives up) is cut off at the bound, and what the bound
+// cuts off is an error (exit 2), never a failure of the target.
+func TestMaxDurationCutsOff(t *testing.T) {
+	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/tasks/") && strings.Count(r.URL.Path, "/") == 3 {
+			<-r.Context().Done() // answers no task read, ever
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(hang)
+	defer func() { srv.CloseClientConnections(); srv.Close() }()
+	code, console, r, _ := runConform(t, "run", "--target", srv.URL, "--levels", "core", "--max-duration", "2s", "--request-timeout", "10m")
+	if r == nil {
+		t.Fatalf("no report; exit %d:\n%s", code, console)
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (cut off by --max-duration)", code)
+	}
+	if failed := verdicts(r, reports.Fail); len(failed) > 0 {
+		t.Errorf("a run cut off by --max-duration blames the target: %v%s", failed, messages(r, failed))
+	}
+	if len(verdicts(r, reports.Error)) == 0 || !strings.Contains(strings.Join(r.Notes, "\n"), "cut off") {
+		t.Errorf("the cut is not reported: errors %v, notes %v", verdicts(r, reports.Error), r.Notes)
+	}
+}

@@ -19,6 +19,7 @@ var coreFaults = []faultCase{
 	// Probed on every operation of the OpenAPI, not on /v1/tasks alone.
 	{Fault: refharness.FaultAuthOnlyOnTasks, Fails: []string{"CORE-AUTH-001"}},
 	{Fault: refharness.FaultVersionOnlyOnTasks, Fails: []string{"CORE-VER-001"}},
+	{Fault: refharness.FaultClosedTakesTasks, Fails: []string{"CORE-SESSION-001"}},
 }
 
 // hooklessFaults are caught on a target without the scenario hook too, as

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,10 +75,9 @@ func CursorExpiredFrame(where string, f sse.Frame) error {
 	if f.Event != "error" {
 		return fmt.Errorf("%s: the first data frame is event %q; want event: error with code cursor_expired, not a stream that pretends to be continuous (frame %q)", where, f.Event, rawHint(f))
 	}
-	r := &client.Response{Method: "SSE", URL: where, Status: 200, Body: []byte(f.Data)}
-	e, err := Envelope(r)
+	e, _, err := FrameError(where, f)
 	if err != nil {
-		return fmt.Errorf("%s: the error frame's data is not an error envelope: %v", where, err)
+		return err
 	}
 	if e.Code != "cursor_expired" {
 		return fmt.Errorf("%s: the error frame's error.code = %q, want \"cursor_expired\"", where, e.Code)
@@ -145,4 +145,42 @@ func Resumed(where string, all []string, cursor string, got []string) error {
 		return fmt.Errorf("%s: after %s the resumed stream delivered %v, want %v in that order", where, cursor, short(known), short(want))
 	}
 	return nil
+}
+
+// FrameError decodes the error an `event: error` frame carries
+// (docs/interpretations.md#stream-error-frame). The preferred data is the
+// error envelope {"error": {...}}; also accepted, and named in form, are an
+// Event of kind error whose payload holds the envelope or the bare error,
+// and the bare error object {code, message, type} itself.
+func FrameError(where string, f sse.Frame) (e APIError, form string, err error) {
+	data := []byte(f.Data)
+	asResponse := func(b []byte) (APIError, error) {
+		return Envelope(&client.Response{Method: "SSE", URL: where, Status: 200, Body: b})
+	}
+	if e, err := asResponse(data); err == nil {
+		return e, "envelope", nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return APIError{}, "", fmt.Errorf("%s: the error frame's data is not JSON: %v (frame %q)", where, err, rawHint(f))
+	}
+	wrap := func(v any) (APIError, error) {
+		if _, ok := v.(map[string]any)["error"]; !ok {
+			v = map[string]any{"error": v}
+		}
+		b, _ := json.Marshal(v)
+		return asResponse(b)
+	}
+	if p, ok := m["payload"].(map[string]any); ok && m["event"] == "error" {
+		if e, err := wrap(p); err == nil {
+			return e, "event with the error in its payload", nil
+		}
+	}
+	if _, ok := m["code"]; ok {
+		if e, err := wrap(m); err == nil {
+			return e, "bare error object", nil
+		}
+	}
+	_, err = asResponse(data)
+	return APIError{}, "", fmt.Errorf("%s: the error frame's data is not an error envelope (nor an error Event or a bare error object): %v", where, err)
 }

@@ -70,13 +70,24 @@ func TestFrames(t *testing.T) {
 }
 
 func TestCursorExpiredFrame(t *testing.T) {
-	ok := "event: error\ndata: {\"error\":{\"code\":\"cursor_expired\",\"message\":\"m\",\"type\":\"request_error\"}}\n\n"
-	if err := CursorExpiredFrame("s", frame(ok)); err != nil {
-		t.Errorf("CursorExpiredFrame(ok) = %v", err)
+	for _, tc := range []struct{ data, form string }{
+		{`{"error":{"code":"cursor_expired","message":"m","type":"request_error"}}`, "envelope"},
+		{`{"id":"e1","object":"event","event":"error","payload":{"error":{"code":"cursor_expired","message":"m","type":"request_error"}}}`, "event with the error in its payload"},
+		{`{"id":"e1","object":"event","event":"error","payload":{"code":"cursor_expired","message":"m","type":"request_error"}}`, "event with the error in its payload"},
+		{`{"code":"cursor_expired","message":"m","type":"request_error"}`, "bare error object"},
+	} {
+		raw := "event: error\ndata: " + tc.data + "\n\n"
+		if err := CursorExpiredFrame("s", frame(raw)); err != nil {
+			t.Errorf("CursorExpiredFrame(%s) = %v", tc.data, err)
+		}
+		if _, form, _ := FrameError("s", frame(raw)); form != tc.form {
+			t.Errorf("FrameError(%s) form = %q, want %q", tc.data, form, tc.form)
+		}
 	}
 	for _, tc := range []struct{ raw, want string }{
 		{"id: 1\nevent: task.started\ndata: {}\n\n", `is event "task.started"`},
-		{"event: error\ndata: oops\n\n", "not an error envelope"},
+		{"event: error\ndata: oops\n\n", "not JSON"},
+		{"event: error\ndata: {\"event\":\"error\",\"payload\":{}}\n\n", "not an error envelope"},
 		{"event: error\ndata: {\"error\":{\"code\":\"internal_error\",\"message\":\"m\",\"type\":\"server_error\"}}\n\n", `"internal_error", want "cursor_expired"`},
 	} {
 		if err := CursorExpiredFrame("s", frame(tc.raw)); err == nil || !strings.Contains(err.Error(), tc.want) {

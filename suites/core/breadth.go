@@ -106,7 +106,7 @@ func (f *flow) taskEventsAndStream(ctx context.Context, id string) (list, stream
 	suite.Must("CORE-EVT-001", err)
 	want := check.IDs(list)
 	rd := readStream(ctx, task+"/stream", "", func(rd *stream) bool { return rd.badFrame != nil || containsAll(rd.ids, want) })
-	if rd.notStream != nil || rd.badFrame != nil {
+	if rd.notStream != nil || rd.badFrame != nil || rd.errFrame != nil {
 		return list, nil
 	}
 	return list, rd.events

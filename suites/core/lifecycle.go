@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -406,8 +407,8 @@ func (f *flow) verifyRecorded(ctx context.Context, id, final string) {
 		scs, _ := check.Changes(id, rd.events)
 		return rd.badFrame != nil || len(scs) > 0 && (scs[len(scs)-1].To == final || check.Terminal(scs[len(scs)-1].To))
 	})
-	if rd.notStream != nil {
-		suite.Check("CORE-SSE-001", rd.notStream)
+	if err := errors.Join(rd.notStream, rd.errFrame); err != nil {
+		suite.Check("CORE-SSE-001", err)
 		return
 	}
 	if rd.badFrame != nil {

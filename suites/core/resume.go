@@ -91,6 +91,7 @@ func (f *flow) verifyResumeFrom(ctx context.Context, list, path, cursor string) 
 	want := check.IDs(after)
 	rd := readStream(ctx, path, cursor, func(rd *stream) bool { return containsAll(rd.ids, want) })
 	suite.Must("CORE-SSE-001", rd.notStream)
+	suite.Check("CORE-RESUME-001", rd.errFrame) // a valid cursor refused mid-stream
 	for _, id := range rd.ids {
 		if id == "" {
 			suite.Must("CORE-SSE-002", fmt.Errorf("%s: a frame has neither an id field nor data with an event id, so the resume cannot be checked", rd.resp))

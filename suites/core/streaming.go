@@ -70,6 +70,7 @@ func (f *flow) verifyStream(ctx context.Context, path string, want []check.Event
 	}
 	rd := readStream(ctx, path, "", stop)
 	suite.Must("CORE-SSE-001", rd.notStream)
+	suite.Must("CORE-SSE-001", rd.errFrame)
 	if rd.frames == 0 {
 		how := "stayed silent"
 		if rd.closed {
@@ -123,6 +124,7 @@ type stream struct {
 	noID      error         // the first framing failure (id/event missing)
 	badFrame  error         // the first data failure (not a JSON Event of the frame)
 	notStream error         // the answer was not a 200 event stream
+	errFrame  error         // the target sent an event: error frame instead of the events
 	closed    bool          // the server ended the stream
 	timedOut  bool          // the stream timeout passed first
 }
@@ -158,6 +160,18 @@ func readStream(ctx context.Context, path, lastID string, done func(*stream) boo
 			return rd
 		case err != nil:
 			rd.badFrame = fmt.Errorf("%s: reading the stream: %w", where, err)
+			return rd
+		}
+		if fr.Event == "error" {
+			// docs/interpretations.md#stream-error-frame: not an event
+			// frame (no id or Event needed), but the target could not
+			// deliver; the requirement that expected the events fails.
+			e, form, err := check.FrameError(where, fr)
+			if err != nil {
+				rd.errFrame = err
+			} else {
+				rd.errFrame = fmt.Errorf("%s: the stream sent an error frame (%s) instead of the events: %s: %s", where, form, e.Code, e.Message)
+			}
 			return rd
 		}
 		rd.frames++

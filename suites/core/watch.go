@@ -88,6 +88,18 @@ func (w *watch) read(ctx context.Context, s *client.Stream) {
 			w.signal()
 			return
 		}
+		if fr.Event == "error" {
+			// Not an event frame: the stream ends here with the target's
+			// reason (docs/interpretations.md#stream-error-frame).
+			if e, form, err := check.FrameError(where, fr); err == nil {
+				w.ended = fmt.Errorf("%s: an error frame (%s): %s: %s", where, form, e.Code, e.Message)
+			} else {
+				w.ended = err
+			}
+			w.mu.Unlock()
+			w.signal()
+			return
+		}
 		w.frames++
 		if err := check.FrameFields(where, fr); err != nil && w.noID == nil {
 			w.noID = err

@@ -1,0 +1,47 @@
+package core
+
+import (
+	"fmt"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+var _ = Describe("Session close", func() {
+	It("closes a session, keeps it CLOSED and refuses new tasks in it", suite.Req("CORE-SESSION-001"), func(ctx SpecContext) {
+		sess := sessionID(ctx, "CORE-SESSION-001")
+		path := "/v1/sessions/" + client.Seg(sess)
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path + "/close"}, "CORE-SESSION-001")
+		switch resp.Status {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			// docs/interpretations.md#session-close: not offered.
+			observeError(resp)
+			suite.NotApplicable(fmt.Sprintf("%s: the target does not offer session close", resp))
+		}
+		suite.Must("CORE-SESSION-001", check.Status(resp, http.StatusOK))
+		m, err := resp.Object()
+		suite.Must("CORE-SESSION-001", err)
+		if m["id"] != sess || m["state"] != "CLOSED" {
+			suite.Check("CORE-SESSION-001", fmt.Errorf("%s: the answer is session %v in state %v, want the Session %s in state CLOSED", resp, m["id"], m["state"], sess))
+		}
+		_, read := readObject(ctx, "CORE-SESSION-001", path, nil)
+		if read["state"] != "CLOSED" {
+			suite.Check("CORE-SESSION-001", fmt.Errorf("GET %s after the close: state is %v, want CLOSED", path, read["state"]))
+		}
+		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path + "/tasks", Body: echoTask("into a closed session")}, "CORE-SESSION-001")
+		if sub.Status/100 == 2 {
+			suite.Check("CORE-SESSION-001", fmt.Errorf("%s: a CLOSED session accepted a new Task; want 409 conflict or 400 invalid_state_transition", sub))
+		} else {
+			suite.Check("CORE-SESSION-001", check.Refused(sub, []int{http.StatusConflict, http.StatusBadRequest}, "conflict", "invalid_state_transition"))
+			observeError(sub)
+		}
+		items, _ := listAll(ctx, "CORE-SESSION-001", path+"/tasks", nil)
+		if len(items) > 0 {
+			suite.Check("CORE-SESSION-001", fmt.Errorf("GET %s/tasks: the closed session lists %d task(s), want none (it refused the only one sent)", path, len(items)))
+		}
+	})
+})
