@@ -508,3 +508,53 @@ func receiptsLevel(r *reports.Report) reports.LevelResult {
 	}
 	return reports.LevelResult{}
 }
+
+// A target whose agent card says receipt_policy "optional" and that issues
+// no receipt: a task without one fails neither RCPT-RES-002 nor
+// RCPT-REF-001 (not applicable), and what receipts would show is
+// unverified, never passed (docs/interpretations.md#receipt-per-task).
+func TestReceiptPolicyOptional(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite")
+	}
+	noReceipts := func(next http.Handler) http.Handler {
+		return rewriting(func(r *http.Request, v any) {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			if m["object"] == "harn_agent_card" {
+				m["receipt_policy"] = "optional"
+			}
+			if strings.HasSuffix(r.URL.Path, "/receipts") && m["object"] == "list" {
+				m["data"] = []any{}
+			}
+			eachObject(v, "task", func(t map[string]any) {
+				if _, resource := t["status"]; resource { // not a receipt's subject pointer
+					t["receipt_id"] = nil
+				}
+			})
+		})(next)
+	}
+	_, r := runProof(t, "receipt policy optional", wrappedHarness(t, noReceipts), "receipts")
+	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+		t.Errorf("a target with receipt_policy optional and no receipts gets %v:%s", bad, messages(r, bad))
+	}
+	for _, q := range r.Requirements {
+		switch q.ID {
+		case "RCPT-REF-001":
+			// Its spec has no receipt to follow at all: not passed.
+			if q.Verdict != reports.Skip && q.Verdict != reports.Unverified {
+				t.Errorf("%s = %s (%s), want skip or unverified", q.ID, q.Verdict, q.Message)
+			}
+		case "RCPT-RES-002":
+			if q.Verdict != reports.Skip {
+				t.Errorf("%s = %s (%s, %+v), want skip (not applicable under receipt_policy optional)", q.ID, q.Verdict, q.Message, q.Evidence)
+			}
+		case "RCPT-SHAPE-001", "RCPT-HASH-001", "RCPT-FIX-001", "RCPT-VERIFY-001":
+			if q.Verdict == reports.Pass {
+				t.Errorf("%s passed with no receipt to look at", q.ID)
+			}
+		}
+	}
+}

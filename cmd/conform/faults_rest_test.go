@@ -242,7 +242,11 @@ var restWrapShouldFaults = []struct {
 	Warns string
 }{
 	{"unknown-session-state", rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "session", func(m map[string]any) { m["state"] = "HIBERNATING" })
+		eachObject(v, "session", func(m map[string]any) {
+			if m["state"] != "CLOSED" { // a closed session stays closed (CORE-SESSION-001)
+				m["state"] = "HIBERNATING"
+			}
+		})
 	}), "CORE-READ-009"},
 	{"bare-a2a-card", rewriting(func(r *http.Request, v any) {
 		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
