@@ -100,6 +100,8 @@ func (s *Server) agentCard(base string) map[string]any {
 			"name": "conform reference harness", "description": desc, "version": "1",
 			"supportedInterfaces": []any{map[string]any{"url": base + "/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": ProtocolVersion}},
 			"capabilities":        map[string]any{"streaming": true, "pushNotifications": false},
+			"securitySchemes":     map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+			"security":            []any{map[string]any{"bearer": []any{}}},
 			"defaultInputModes":   []string{"text/plain", "application/json"},
 			"defaultOutputModes":  []string{"text/plain", "application/json"},
 			"skills": []any{map[string]any{"id": "conform.scenarios", "name": "conform.scenarios",

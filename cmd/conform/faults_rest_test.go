@@ -255,6 +255,15 @@ var restWrapShouldFaults = []struct {
 			}
 		}
 	}), "CORE-CARD-002"},
+	// docs/interpretations.md#a2a-card: the A2A card declares how to authenticate.
+	{"a2a-card-without-security", rewriting(func(r *http.Request, v any) {
+		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+			if a, ok := m["a2a_card"].(map[string]any); ok {
+				delete(a, "securitySchemes")
+				delete(a, "security")
+			}
+		}
+	}), "CORE-CARD-002"},
 	{"card-claims-websocket", rewriting(func(r *http.Request, v any) {
 		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
 			caps, _ := m["capabilities"].([]any)

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/harn-conform/conform/internal/client"
 )
@@ -113,11 +114,34 @@ func A2ACard(resp *client.Response, card map[string]any) error {
 			errs = append(errs, fmt.Sprintf("a2a_card.%s is %s, want an array", f, describe(a[f])))
 		}
 	}
-	_, v1 := a["supportedInterfaces"].([]any)
+	// docs/interpretations.md#a2a-card: either A2A generation's interface
+	// list, and security declarations.
+	ifaces, v1 := a["supportedInterfaces"].([]any)
 	_, url := a["url"].(string)
-	if !v1 && !url {
+	switch {
+	case !v1 && !url:
 		errs = append(errs, "a2a_card names no interface (neither supportedInterfaces nor url)")
+	case v1 && len(ifaces) == 0 && !url:
+		errs = append(errs, "a2a_card.supportedInterfaces is empty, want at least one interface")
 	}
+	errs = append(errs, interfaceURLs("supportedInterfaces", a["supportedInterfaces"])...)
+	errs = append(errs, interfaceURLs("additionalInterfaces", a["additionalInterfaces"])...)
+	schemes, _ := a["securitySchemes"].(map[string]any)
+	if len(schemes) == 0 {
+		errs = append(errs, fmt.Sprintf("a2a_card.securitySchemes is %s, want the security schemes a client authenticates with (a non-empty object)", describe(a["securitySchemes"])))
+	}
+	for _, key := range []string{"security", "securityRequirements"} {
+		reqs, _ := a[key].([]any)
+		for _, r := range reqs {
+			m, _ := r.(map[string]any)
+			for name := range m {
+				if _, ok := schemes[name]; !ok {
+					errs = append(errs, fmt.Sprintf("a2a_card.%s names scheme %q, which securitySchemes does not declare", key, name))
+				}
+			}
+		}
+	}
+	sort.Strings(errs)
 	return findings(resp, "agent card", errs)
 }
 
@@ -162,4 +186,24 @@ func UpstreamCardNote(card map[string]any) string {
 		return "agent card: the upstream conformance runner would expect object \"agent_card\" with an interfaces array; this card follows the narrative spec's HarnAgentCard instead, which is what conform checks (informational)"
 	}
 	return ""
+}
+
+// interfaceURLs checks an A2A interface list, when present: an array of
+// objects, each with a string url.
+func interfaceURLs(name string, v any) []string {
+	if v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return []string{fmt.Sprintf("a2a_card.%s is %s, want an array", name, describe(v))}
+	}
+	var errs []string
+	for i, it := range list {
+		m, _ := it.(map[string]any)
+		if u, _ := m["url"].(string); u == "" {
+			errs = append(errs, fmt.Sprintf("a2a_card.%s[%d] has no url", name, i))
+		}
+	}
+	return errs
 }

@@ -30,7 +30,8 @@ func TestDiscovery(t *testing.T) {
 
 const goodCard = `{"id":"card","object":"harn_agent_card","name":"n","description":"d","protocol_version":"v1","skills":[],
 	"a2a_card":{"name":"n","description":"d","version":"1","capabilities":{},"defaultInputModes":["text/plain"],
-	"defaultOutputModes":["text/plain"],"skills":[],"supportedInterfaces":[{"url":"http://x"}]}}`
+	"defaultOutputModes":["text/plain"],"skills":[],"supportedInterfaces":[{"url":"http://x"}],
+	"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}]}}`
 
 func TestAgentCard(t *testing.T) {
 	card := mustObject(t, goodCard)
@@ -61,6 +62,18 @@ func TestAgentCard(t *testing.T) {
 	}
 	if err := A2ACard(resp(200, ""), mustObject(t, `{"a2a_card":"x"}`)); err == nil {
 		t.Error("A2ACard(string) = nil")
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{`"supportedInterfaces":[{"url":"http://x"}]`, `"supportedInterfaces":[]`, "supportedInterfaces is empty"},
+		{`"supportedInterfaces":[{"url":"http://x"}]`, `"supportedInterfaces":[{"protocolBinding":"JSONRPC"}]`, "supportedInterfaces[0] has no url"},
+		{`"skills":[],"supportedInterfaces"`, `"skills":[],"additionalInterfaces":{"url":"y"},"supportedInterfaces"`, "additionalInterfaces is an object, want an array"},
+		{`"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},`, ``, "securitySchemes is missing"},
+		{`"security":[{"bearer":[]}]`, `"security":[{"oauth":[]}]`, `names scheme "oauth"`},
+	} {
+		body := strings.Replace(goodCard, tc.from, tc.to, 1)
+		if err := A2ACard(resp(200, ""), mustObject(t, body)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("A2ACard(%s → %s) = %v, want %q", tc.from, tc.to, err, tc.want)
+		}
 	}
 }
 
