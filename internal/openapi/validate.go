@@ -46,6 +46,10 @@ type Violation struct {
 	// Req is the requirement id the violation breaks (reqmap.go); "" for
 	// request and unmatched violations, which are the suite's own.
 	Req string
+	// UndeclaredSuccess marks a 2xx the operation does not declare (a 200
+	// where it declares 201 or 202): legal for an idempotent replay, which
+	// the caller, not the document, can tell.
+	UndeclaredSuccess bool
 }
 
 // Error reads like
@@ -255,7 +259,9 @@ func (d *Doc) validateResponse(method, path string, status int, header http.Head
 				return finish(out)
 			}
 		} else {
-			out = append(out, x.violation("", "", fmt.Sprintf("status %d is not declared for %s (success: %s)", status, o.ID, intList(o.Success)), opReq(o.ID, status)))
+			v := x.violation("", "", fmt.Sprintf("status %d is not declared for %s (success: %s)", status, o.ID, intList(o.Success)), opReq(o.ID, status))
+			v.UndeclaredSuccess = status < 300
+			out = append(out, v)
 			if len(o.Success) != 1 || status >= 300 {
 				return finish(out)
 			}

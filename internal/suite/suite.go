@@ -382,7 +382,7 @@ func judgeTraffic(st *specState) {
 	for _, t := range traffic {
 		retry := keyOf(t) != "" && keyUses[keyOf(t)] > 1
 		for _, v := range doc.ValidateTraffic(t) {
-			if retry && t.Status == http.StatusOK && v.Pointer == "" && strings.Contains(v.Message, "is not declared") {
+			if retry && t.Status == http.StatusOK && v.UndeclaredSuccess {
 				continue
 			}
 			msg := env.Redactor.String(v.Error())
