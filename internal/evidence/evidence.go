@@ -37,6 +37,9 @@ const (
 	// VerdictUnverified: the check had nothing to look at, or could not run
 	// for want of the test hook, of data or of a prerequisite. Never a pass.
 	VerdictUnverified = "unverified"
+	// VerdictNotApplicable: the requirement does not apply in this spec (a
+	// MAY the target did not take up); the spec is left out of its roll-up.
+	VerdictNotApplicable = "skip"
 )
 
 // Skip kinds: why a spec ended without a verdict of its own.

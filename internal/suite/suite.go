@@ -82,8 +82,9 @@ type specState struct {
 	client *client.Client
 	soft   []evidence.Verdict // recorded failures that fail the spec at its end
 
-	mu      sync.Mutex
-	traffic []client.Traffic // every exchange, for the OpenAPI oracle at the spec's end
+	mu       sync.Mutex
+	traffic  []client.Traffic // every exchange, for the OpenAPI oracle at the spec's end
+	unjudged int              // exchanges past maxTraffic, which the oracle did not see
 }
 
 // maxTraffic bounds what one spec keeps for the oracle.
@@ -94,7 +95,9 @@ func (st *specState) observe(t client.Traffic) {
 	defer st.mu.Unlock()
 	if len(st.traffic) < maxTraffic {
 		st.traffic = append(st.traffic, t)
+		return
 	}
+	st.unjudged++
 }
 
 var (
@@ -328,7 +331,7 @@ func NothingToCheck(req, reason, remedy string) {
 // requirement does not apply in this spec. The spec goes on; the
 // requirement is judged by the other specs that name it.
 func NotApplicableTo(req, reason string) {
-	v := evidence.Verdict{Req: req, Verdict: "skip", Message: Env().Redactor.String(reason)}
+	v := evidence.Verdict{Req: req, Verdict: evidence.VerdictNotApplicable, Message: Env().Redactor.String(reason)}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
 }
 
@@ -336,15 +339,19 @@ func NotApplicableTo(req, reason string) {
 // each response against its operation's declared schemas, each request the
 // suite sent against its operation. A response that breaks the document
 // fails the requirement the oracle maps it to (with the JSON pointer and
-// value), whichever spec saw it, so hand-written checks carry semantics
-// only. A request that matches no operation and is not a registered
+// value), whichever spec saw it. (Some hand-written checks still judge the
+// same shapes; a broken field may then be reported twice under one id.)
+// A request that matches no operation and is not a registered
 // negative probe is the suite's own defect: it goes to the report's
 // suite_defects, never to a verdict on the target.
 func judgeTraffic(st *specState) {
 	st.mu.Lock()
-	traffic := st.traffic
-	st.traffic = nil
+	traffic, unjudged := st.traffic, st.unjudged
+	st.traffic, st.unjudged = nil, 0
 	st.mu.Unlock()
+	if unjudged > 0 {
+		Note(fmt.Sprintf("%s: %d exchanges past the first %d were not checked against the OpenAPI document", CurrentSpecReport().FullText(), unjudged, maxTraffic))
+	}
 	if len(traffic) == 0 {
 		return
 	}
