@@ -65,7 +65,24 @@ type Config struct {
 	// target, for the durability checks; "" = those checks are unverified.
 	// It may hold credentials, so reports show only whether it was set.
 	RestartCmd string
+	// WaitForTarget polls discovery (GET /v1) for up to this long before
+	// the run, for CI jobs that start the target in the background; 0 =
+	// one try.
+	WaitForTarget time.Duration
+	// Baseline is a known-failures file (conform baseline write): listed
+	// requirements that fail or stay unverified are expected, and a listed
+	// one that now passes is stale.
+	Baseline string
+	// JUnit is the granularity of junit.xml: "requirement" (one testcase
+	// per requirement, the default) or "spec" (one per Ginkgo spec).
+	JUnit string
 }
+
+// JUnit granularities.
+const (
+	JUnitPerRequirement = "requirement"
+	JUnitPerSpec        = "spec"
+)
 
 // Defaults returns the configuration before any source is applied.
 func Defaults() Config {
@@ -75,6 +92,7 @@ func Defaults() Config {
 		Timeouts:        Timeouts{Request: 10 * time.Second, Task: 30 * time.Second, Stream: 10 * time.Second, Restart: time.Minute},
 		ProtocolVersion: ProtocolVersion,
 		MaxBodyBytes:    8 << 20,
+		JUnit:           JUnitPerRequirement,
 	}
 }
 
@@ -82,13 +100,14 @@ func Defaults() Config {
 type setting struct {
 	key    string // file key and flag name (flag names use '-' for '_')
 	secret bool   // never shown: reports say only whether it is set
+	kind   string // the value's type as -h shows it: duration, int, list, file, url, string…
 	help   string
 	set    func(*Config, string) error
 	get    func(*Config) string
 }
 
 func durationSetting(key, help string, field func(*Config) *time.Duration, min, max time.Duration) setting {
-	return setting{key: key, help: help,
+	return setting{key: key, kind: "duration", help: help,
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil {
@@ -105,25 +124,25 @@ func durationSetting(key, help string, field func(*Config) *time.Duration, min, 
 }
 
 func listSetting(key, help string, field func(*Config) *[]string) setting {
-	return setting{key: key, help: help,
+	return setting{key: key, kind: "list", help: help,
 		set: func(c *Config, v string) error { *field(c) = splitList(v); return nil },
 		get: func(c *Config) string { return strings.Join(*field(c), ",") },
 	}
 }
 
-func stringSetting(key, help string, field func(*Config) *string) setting {
-	return setting{key: key, help: help,
+func stringSetting(key, kind, help string, field func(*Config) *string) setting {
+	return setting{key: key, kind: kind, help: help,
 		set: func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return *field(c) },
 	}
 }
 
 var settings = []setting{
-	stringSetting("target", "base URL of the Harness under test (a path prefix is fine); under go test, unset means the built-in reference Harness", func(c *Config) *string { return &c.Target }),
-	{key: "api_key", secret: true, help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or api_key_file)",
+	stringSetting("target", "url", "base URL of the Harness under test (a path prefix is fine); under go test, unset means the built-in reference Harness", func(c *Config) *string { return &c.Target }),
+	{key: "api_key", secret: true, kind: "key", help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or api_key_file)",
 		set: func(c *Config, v string) error { c.APIKey = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.APIKey }},
-	{key: "api_key_file", help: "file whose first line is the bearer API key",
+	{key: "api_key_file", kind: "file", help: "file whose first line is the bearer API key",
 		set: func(c *Config, v string) error {
 			v = strings.TrimSpace(v)
 			key, err := readKeyFile(v)
@@ -135,11 +154,11 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return c.APIKeyFile }},
 	listSetting("levels", "levels to run: claimed (those the target advertises, plus core), all, or a list of core,extended,receipts,replay", func(c *Config) *[]string { return &c.Levels }),
-	stringSetting("out", "directory for conform.json, junit.xml and summary.md", func(c *Config) *string { return &c.Out }),
+	stringSetting("out", "dir", "directory for conform.json, junit.xml and summary.md", func(c *Config) *string { return &c.Out }),
 	durationSetting("request_timeout", "limit on one HTTP exchange", func(c *Config) *time.Duration { return &c.Timeouts.Request }, 100*time.Millisecond, 10*time.Minute),
 	durationSetting("task_timeout", "limit on a task reaching an awaited state", func(c *Config) *time.Duration { return &c.Timeouts.Task }, time.Second, time.Hour),
 	durationSetting("stream_timeout", "limit on a stream delivering an awaited frame", func(c *Config) *time.Duration { return &c.Timeouts.Stream }, 100*time.Millisecond, 10*time.Minute),
-	{key: "max_duration", help: "limit on the whole run (0: none); specs it cuts off are errors, never failures",
+	{key: "max_duration", kind: "duration", help: "limit on the whole run (0: none); specs it cuts off are errors, never failures",
 		set: func(c *Config, v string) error {
 			if v = strings.TrimSpace(v); v == "0" {
 				v = "0s"
@@ -152,10 +171,10 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.MaxDuration.String() }},
-	stringSetting("workspace_id", "id of a workspace the API key may use, for a target that provisions workspaces itself (Core does not include the Workspace API); unset: the suite creates or lists one", func(c *Config) *string { return &c.WorkspaceID }),
-	stringSetting("label_filter", "Ginkgo label filter expression, ANDed with the level selection", func(c *Config) *string { return &c.LabelFilter }),
+	stringSetting("workspace_id", "id", "id of a workspace the API key may use, for a target that provisions workspaces itself (Core does not include the Workspace API); unset: the suite creates or lists one", func(c *Config) *string { return &c.WorkspaceID }),
+	stringSetting("label_filter", "expr", "Ginkgo label filter expression, ANDed with the level selection", func(c *Config) *string { return &c.LabelFilter }),
 	listSetting("focus", "run only specs whose text matches these regular expressions", func(c *Config) *[]string { return &c.Focus }),
-	{key: "seed", help: "random seed of the spec order (0 picks one; the report records it)",
+	{key: "seed", kind: "int", help: "random seed of the spec order (0 picks one; the report records it)",
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 0 {
@@ -165,8 +184,8 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strconv.FormatInt(c.Seed, 10) }},
-	stringSetting("protocol_version", "value sent in Harn-Agents-Protocol-Version", func(c *Config) *string { return &c.ProtocolVersion }),
-	{key: "max_body_bytes", help: "largest response body read from the target, in bytes [1024, 1073741824]",
+	stringSetting("protocol_version", "string", "value sent in Harn-Agents-Protocol-Version", func(c *Config) *string { return &c.ProtocolVersion }),
+	{key: "max_body_bytes", kind: "int", help: "largest response body read from the target, in bytes [1024, 1073741824]",
 		set: func(c *Config, v string) error {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil || n < 1024 || n > 1<<30 {
@@ -176,8 +195,8 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }},
-	stringSetting("ca_file", "PEM file of extra root certificates for an HTTPS target", func(c *Config) *string { return &c.CAFile }),
-	{key: "redact", secret: true, help: "further secret values to scrub from every output (newline-separated)",
+	stringSetting("ca_file", "file", "PEM file of extra root certificates for an HTTPS target", func(c *Config) *string { return &c.CAFile }),
+	{key: "redact", secret: true, kind: "values", help: "further secret values to scrub from every output (newline-separated)",
 		set: func(c *Config, v string) error {
 			for _, s := range strings.Split(v, "\n") {
 				if s = strings.TrimSpace(s); s != "" {
@@ -187,9 +206,21 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strings.Join(c.Redact, "\n") }},
-	{key: "restart_cmd", secret: true, help: "shell command (run with sh -c) that restarts the target, so the suite can check that tasks and idempotency keys survive a restart (docker restart NAME, systemctl restart UNIT, a script…); without it those MUSTs are unverified",
+	{key: "restart_cmd", secret: true, kind: "command", help: "shell command (run with sh -c) that restarts the target, so the suite can check that tasks and idempotency keys survive a restart (docker restart NAME, systemctl restart UNIT, a script…); without it those MUSTs are unverified",
 		set: func(c *Config, v string) error { c.RestartCmd = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.RestartCmd }},
+	durationSetting("wait_for_target", "before the run, poll discovery (GET /v1) for up to this long until the target answers, for CI jobs that start it in the background (0: one try)", func(c *Config) *time.Duration { return &c.WaitForTarget }, 0, time.Hour),
+	stringSetting("baseline", "file", "known-failures file (conform baseline write): listed requirements that fail or stay unverified are expected; one that now passes is stale and fails the run", func(c *Config) *string { return &c.Baseline }),
+	{key: "junit", kind: "granularity", help: "junit.xml testcases: requirement (one per requirement) or spec (one per Ginkgo spec)",
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(strings.TrimSpace(v)); v {
+			case JUnitPerRequirement, JUnitPerSpec:
+				c.JUnit = v
+				return nil
+			}
+			return fmt.Errorf("%q is not requirement or spec", v)
+		},
+		get: func(c *Config) string { return c.JUnit }},
 	durationSetting("restart_timeout", "limit on the restart command, and then on the target answering GET /v1 again", func(c *Config) *time.Duration { return &c.Timeouts.Restart }, time.Second, time.Hour),
 }
 
@@ -200,13 +231,13 @@ func EnvName(key string) string { return "CONFORM_" + strings.ToUpper(key) }
 func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 // Setting describes one knob for flag registration and documentation.
-type Setting struct{ Key, Flag, Env, Help string }
+type Setting struct{ Key, Flag, Env, Kind, Help string }
 
 // Settings lists every knob.
 func Settings() []Setting {
 	out := make([]Setting, len(settings))
 	for i, s := range settings {
-		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Help: s.help}
+		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Kind: s.kind, Help: s.help}
 	}
 	return out
 }
