@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -32,6 +34,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"list", "--format", "yaml"}, "--format"},
 		{[]string{"list", "--levels", "gold"}, "unknown level"},
 		{[]string{"serve", "--api-key-file", "/nonexistent/key"}, "--api-key-file"},
+		{[]string{"run", "--target", "127.0.0.1:8080"}, `target: "127.0.0.1:8080" has no scheme; did you mean http://127.0.0.1:8080?`},
+		{[]string{"run", "--target", "localhost:8080"}, "did you mean http://localhost:8080?"},
+		{[]string{"run", "--target", "http://x", "--redact", "sk-visible"}, "flag provided but not defined: -redact"},
+		{[]string{"run", "--target", "http://x", "--format", "yaml"}, `--format "yaml"`},
+		{[]string{"list", "--out", "/nonexistent/dir/list.json"}, "--out"},
+		{[]string{"version", "--format", "xml"}, `--format "xml"`},
+		{[]string{"version", "extra"}, `unexpected argument "extra"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"receipt"}, "missing subcommand"},
+		{[]string{"tape"}, "missing command"},
+		{[]string{"tape", "validate"}, "at least one tape"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
@@ -46,8 +59,172 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
-	if code := Main(context.Background(), []string{"version"}, nil, &out, &out); code != 0 || !strings.Contains(out.String(), "agents-protocol-2026-04-25") {
+	if code := Main(context.Background(), []string{"version"}, nil, &out, &out); code != 0 ||
+		!strings.Contains(out.String(), "agents-protocol-2026-04-25") || !strings.Contains(out.String(), "commit ") {
 		t.Errorf("version: exit %d, %q", code, out.String())
+	}
+	out.Reset()
+	if code := Main(context.Background(), []string{"version", "--format", "json"}, nil, &out, &out); code != 0 {
+		t.Fatalf("version --format json: exit %d, %q", code, out.String())
+	}
+	var v versionInfo
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Name != "conform" || v.Version == "" || v.ProtocolVersion != protocolVersion || v.Commit == "" {
+		t.Errorf("version --format json = %+v, %v:\n%s", v, err, out.String())
+	}
+}
+
+func TestVersionCommit(t *testing.T) {
+	bi := func(kv ...string) *debug.BuildInfo {
+		b := &debug.BuildInfo{}
+		for i := 0; i < len(kv); i += 2 {
+			b.Settings = append(b.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		stamped string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"abc123", bi("vcs.revision", "fff"), "abc123"},
+		{"", bi("vcs.revision", "0123abcd", "vcs.modified", "false"), "0123abcd"},
+		{"", bi("vcs.revision", "0123abcd", "vcs.modified", "true"), "0123abcd-dirty"},
+		{"", bi(), "unknown"}, // -buildvcs=false, go run
+		{"", nil, "unknown"},
+	} {
+		if got := buildCommit(tc.stamped, tc.bi); got != tc.want {
+			t.Errorf("buildCommit(%q, %v) = %q, want %q", tc.stamped, tc.bi, got, tc.want)
+		}
+	}
+	// The binary TestMain built: -ldflags -X main.commit and main.version
+	// win over anything Go stamped.
+	bin := filepath.Join(t.TempDir(), "conform")
+	if b, err := exec.Command("go", "build", "-ldflags", "-X main.commit=c0ffee -X main.version=v9.9.9", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.Contains(string(out), "conform v9.9.9 (protocol agents-protocol-2026-04-25, commit c0ffee,") {
+		t.Errorf("stamped binary: %q, %v", out, err)
+	}
+}
+
+// -h, --help and help exit 0 with the usage on stdout, on every command
+// and sub-command.
+func TestUsageHelpExitsZero(t *testing.T) {
+	for _, cmd := range [][]string{
+		{}, {"run"}, {"selftest"}, {"serve"}, {"list"}, {"version"},
+		{"receipt"}, {"receipt", "verify"}, {"tape"}, {"tape", "diff"}, {"tape", "validate"},
+	} {
+		forms := [][]string{append(append([]string{}, cmd...), "-h"), append(append([]string{}, cmd...), "--help"),
+			append(append([]string{}, cmd...), "help"), append([]string{"help"}, cmd...)}
+		for _, args := range forms {
+			var out, errb bytes.Buffer
+			code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+			if code != 0 || !strings.Contains(out.String(), "usage") || errb.Len() > 0 {
+				t.Errorf("conform %q: exit %d, stdout %.80q, stderr %q; want 0 and the usage on stdout", args, code, out.String(), errb.String())
+			}
+		}
+	}
+}
+
+// run -h names each flag's type, lists the settings without a flag, and
+// states the exit codes.
+func TestUsageRunShowsTypes(t *testing.T) {
+	var out bytes.Buffer
+	Main(context.Background(), []string{"run", "-h"}, nil, &out, &out)
+	for _, want := range []string{"--request-timeout duration", "--target url", "--out dir", "--seed int", "--api-key-file file",
+		"--redact-file file", "--format text|json", "CONFORM_REDACT (file key redact) values", "exit codes: 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run -h lacks %q", want)
+		}
+	}
+	if strings.Contains(out.String(), " string\n") && !strings.Contains(out.String(), "--protocol-version string") {
+		t.Errorf("run -h shows a flag typed string:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "--redact ") {
+		t.Error("run -h offers --redact: its values would be visible in process listings")
+	}
+}
+
+// conform serve --data DIR keeps the key it generated: a second start over
+// the same directory answers the first start's key, and the key is never
+// printed, only the file that holds it.
+func TestCLIServeKeepsKey(t *testing.T) {
+	t.Setenv("CONFORM_SERVE_API_KEY", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	serve := func() (key string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		var errb bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			done <- Main(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, nil, pw, &errb)
+			pw.Close()
+		}()
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		if err != nil {
+			cancel()
+			t.Fatalf("serve: %v (stderr %q)", err, errb.String())
+		}
+		go io.Copy(io.Discard, pr)
+		url := strings.TrimSpace(strings.TrimPrefix(line, "conform serve: listening on "))
+		b, err := os.ReadFile(filepath.Join(dir, serveKeyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = strings.TrimSpace(string(b))
+		for k, want := range map[string]bool{key: true, "sk-wrong": false} {
+			req, _ := http.NewRequest(http.MethodGet, url+"/v1/tasks", nil)
+			req.Header.Set("Authorization", "Bearer "+k)
+			req.Header.Set("Harn-Agents-Protocol-Version", protocolVersion)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if ok := resp.StatusCode == http.StatusOK; ok != want || !ok && resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("key %s: status %d", k, resp.StatusCode)
+			}
+		}
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exit %d, stderr %q", code, errb.String())
+		}
+		if strings.Contains(errb.String(), key) || !strings.Contains(errb.String(), filepath.Join(dir, serveKeyFile)) {
+			t.Errorf("serve stderr %q: want the key file named and the key not printed", errb.String())
+		}
+		return key
+	}
+	first := serve()
+	st, err := os.Stat(filepath.Join(dir, serveKeyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v, mode %v; want 0600", err, st.Mode().Perm())
+	}
+	if second := serve(); second != first || !strings.HasPrefix(first, "sk-conform-") {
+		t.Errorf("restart changed the key: %q then %q", first, second)
+	}
+}
+
+// serve without --data still tells the operator the generated key (there
+// is no file to point at); with an explicit key nothing is generated.
+func TestCLIServeKeySources(t *testing.T) {
+	var errb bytes.Buffer
+	key, err := serveAPIKey("", "", func(string) string { return "" }, &errb)
+	if err != nil || !strings.Contains(errb.String(), "api key: "+key) {
+		t.Errorf("in memory: %q, %v, stderr %q", key, err, errb.String())
+	}
+	dir := t.TempDir()
+	errb.Reset()
+	key, err = serveAPIKey(dir, "", func(k string) string { return map[string]string{"CONFORM_SERVE_API_KEY": "sk-from-env"}[k] }, &errb)
+	if err != nil || key != "sk-from-env" || errb.Len() > 0 {
+		t.Errorf("from env: %q, %v, stderr %q", key, err, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, serveKeyFile)); !os.IsNotExist(err) {
+		t.Errorf("a key from the environment was written to the data dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, serveKeyFile), []byte("\n"), 0o600)
+	if _, err := serveAPIKey(dir, "", func(string) string { return "" }, &errb); err == nil || !strings.Contains(err.Error(), "first line is empty") {
+		t.Errorf("empty key file: %v", err)
 	}
 }
 
@@ -94,6 +271,37 @@ func TestSelftestConformant(t *testing.T) {
 	}
 }
 
+// run --format json prints conform.json on stdout, the progress on stderr;
+// --redact-file's values are scrubbed from both (here the target's path
+// prefix, which the console and the report otherwise show).
+func TestCLIRunFormatJSON(t *testing.T) {
+	url := harness(t, refharness.Options{})
+	out := t.TempDir()
+	secrets := filepath.Join(t.TempDir(), "secrets")
+	os.WriteFile(secrets, []byte("\nprefix\n"), 0o600)
+	cmd := exec.Command(conformBin, "run", "--target", url, "--label-filter", "req:CORE-VER-001", "--format", "json", "--out", out, "--redact-file", secrets)
+	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("narrowed run: %v, want exit 1 (partial); stderr:\n%s", err, stderr.String())
+	}
+	file, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), file) {
+		t.Errorf("stdout is not conform.json:\n%.300s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "reports: ") {
+		t.Errorf("the progress did not go to stderr: %q", stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "/prefix") || !strings.Contains(stderr.String(), "[REDACTED]") {
+		t.Errorf("the --redact-file value was not scrubbed:\n%s", stderr.String())
+	}
+}
+
 func TestListJSON(t *testing.T) {
 	out, err := exec.Command(conformBin, "list", "--format", "json", "--levels", "core").Output()
 	if err != nil {
@@ -137,19 +345,29 @@ func TestCoverageGate(t *testing.T) {
 	}
 }
 
-// A target that answers garbage — HTML, truncated JSON, a stream that never
-// sends — gets clear findings (exit 1), never a panic or a hang.
+// A target that answers garbage — truncated JSON, a stream that never
+// sends — gets clear findings (exit 1), never a panic or a hang; one that
+// is not a Harness at all (a web server's HTML page, some other JSON API)
+// is the user's mistake: exit 2 with a hint, and no failure blamed on it.
 func TestGarbageTarget(t *testing.T) {
-	for name, h := range map[string]http.HandlerFunc{
-		"html": func(w http.ResponseWriter, r *http.Request) {
+	const notHarn, findings = 2, 1
+	for name, tc := range map[string]struct {
+		h    http.HandlerFunc
+		exit int
+	}{
+		"html": {exit: notHarn, h: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html><body>It works!</body></html>")
-		},
-		"truncated json": func(w http.ResponseWriter, r *http.Request) {
+		}},
+		"another JSON API": {exit: notHarn, h: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[],"page":{"has_more":false,"next_cursor":null}}`)
+		}},
+		"truncated json": {exit: findings, h: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"object":"protocol_discovery","capabilities":{"rest":tr`)
-		},
-		"hanging stream": func(w http.ResponseWriter, r *http.Request) {
+		}},
+		"hanging stream": {exit: findings, h: func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/stream") {
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.(http.Flusher).Flush()
@@ -157,20 +375,27 @@ func TestGarbageTarget(t *testing.T) {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
+			if r.URL.Path == "/v1" {
+				io.WriteString(w, `{"object":"protocol_discovery","protocol_family":"harn_agents_protocol","current_version":"agents-protocol-2026-04-25","supported_versions":["agents-protocol-2026-04-25"],"capabilities":{"rest":true,"sse":true}}`)
+				return
+			}
 			io.WriteString(w, `{"object":"list","data":[],"page":{"has_more":false,"next_cursor":null}}`)
-		},
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := httptest.NewServer(h)
+			srv := httptest.NewServer(tc.h)
 			defer srv.Close()
 			code, console, r, _ := runConform(t, "run", "--target", srv.URL, "--request-timeout", "1s", "--stream-timeout", "500ms", "--task-timeout", "2s")
-			if r == nil || code != 1 {
-				t.Fatalf("exit %d, report %v; want findings (exit 1):\n%s", code, r != nil, console)
+			if r == nil || code != tc.exit {
+				t.Fatalf("exit %d, report %v; want exit %d with a report:\n%s", code, r != nil, tc.exit, console)
 			}
-			if len(verdicts(r, reports.Fail)) == 0 {
+			failed := verdicts(r, reports.Fail)
+			switch {
+			case tc.exit == findings && len(failed) == 0:
 				t.Errorf("no requirement failed against a garbage target")
+			case tc.exit == notHarn && (len(failed) > 0 || r.Stopped == nil || r.Stopped.Stage != "discovery"):
+				t.Errorf("not a Harness: failed %v, stopped %+v; want no failure and a discovery stop", failed, r.Stopped)
 			}
 		})
 	}

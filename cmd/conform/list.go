@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/runner"
 )
@@ -21,17 +22,19 @@ type listed struct {
 
 func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("conform list", flag.ContinueOnError)
-	levels := fs.String("levels", "all", "levels to list: all, or a list of core,extended,receipts,replay")
-	format := fs.String("format", "text", "output format: text or json")
+	levels := fs.String("levels", "all", "levels to list: all, or a `list` of core,extended,receipts,replay")
+	format := formatFlag(fs, "what standard output carries: text, a table; json, the list as JSON")
+	out := fs.String("out", "", "also write the list as JSON to `FILE`")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--format text|json]\n\nLists every requirement of the registry and the specs that verify it, without running anything.\n\nflags:")
-		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--format text|json] [--out FILE]\n\nLists every requirement of the registry and the specs that verify it, without running anything.\n\nflags:")
+		cli.PrintFlags(fs.Output(), fs, nil)
+		fmt.Fprint(fs.Output(), exitCodes)
 	}
 	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return 2, err
+		return 0, err
 	}
-	if *format != "text" && *format != "json" {
-		return 2, usageError{msg: fmt.Sprintf("--format: %q is not text or json", *format), usage: flagUsage(fs)}
+	if err := checkFormat(fs, *format); err != nil {
+		return 2, err
 	}
 	want := map[requirements.Level]bool{}
 	for _, l := range strings.Split(*levels, ",") {
@@ -61,10 +64,20 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 			rows = append(rows, listed{Requirement: r, Link: r.Link(), Specs: append([]string{}, specs[r.ID]...)})
 		}
 	}
-	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return 0, enc.Encode(rows)
+	if rows == nil {
+		rows = []listed{}
+	}
+	if *out != "" {
+		var b bytes.Buffer
+		if err := writeJSON(&b, rows); err != nil {
+			return 2, err
+		}
+		if err := cli.WriteOut(*out, b.Bytes()); err != nil {
+			return 2, err
+		}
+	}
+	if *format == cli.FormatJSON {
+		return 0, writeJSON(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tLEVEL\tKEYWORD\tSPECS\tSUMMARY")

@@ -5,23 +5,32 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
 
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/receiptcli"
 	"github.com/harn-conform/conform/internal/tapecli"
 )
 
-// version is set at build time with -ldflags "-X main.version=…"; otherwise
-// the module version (or "dev") is used.
-var version = ""
+// version and commit are set at build time with
+// -ldflags "-X main.version=… -X main.commit=…" (.ci/build.sh does). Without
+// them the version is the module version (or "dev") and the commit is the
+// VCS revision Go stamped into the binary, or "unknown" (go run and
+// -buildvcs=false stamp none).
+var (
+	version = ""
+	commit  = ""
+)
 
 func toolVersion() string {
 	if version != "" {
@@ -33,6 +42,37 @@ func toolVersion() string {
 	return "dev"
 }
 
+func toolCommit() string {
+	bi, _ := debug.ReadBuildInfo()
+	return buildCommit(commit, bi)
+}
+
+// buildCommit is the -X value if set, else the build's vcs.revision (with
+// "-dirty" when vcs.modified), else "unknown".
+func buildCommit(stamped string, bi *debug.BuildInfo) string {
+	if stamped != "" {
+		return stamped
+	}
+	rev, dirty := "", false
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	switch {
+	case rev == "":
+		return "unknown"
+	case dirty:
+		return rev + "-dirty"
+	}
+	return rev
+}
+
 const usage = `usage: conform <command> [flags]
 
 commands:
@@ -41,12 +81,21 @@ commands:
   serve                 run the reference Harness (--addr, --data, --api-key-file)
   list                  list the requirements and the specs that verify them
   receipt verify FILE…  verify receipts offline (RFC 8785 + SHA-256 + signatures)
-  tape diff A B         compare two event tapes with the fidelity oracle (see 'conform tape')
-  tape validate FILE    check a tape's schema and its content-addressed sidecar
-  version               print the version
+  tape diff A B         compare two event tapes with the fidelity oracle
+  tape validate FILE…   check a tape and its content-addressed sidecar
+  version               print the tool version, the protocol version and the commit
+  help [COMMAND]        print this, or a command's usage (as COMMAND -h does)
 
-exit codes: 0 conformant, 1 not conformant, 2 usage, configuration or engine error
-(receipt and tape keep their own: see their usage)
+Commands that write results take --format text|json (what standard output
+carries) and --out PATH (where the full result is written).
+
+exit codes (every command):
+  0  success: conformant, valid, equal
+  1  the thing checked is not OK: not conformant, invalid receipt or tape
+  2  the tool could not decide: usage, configuration, unreadable input,
+     unreachable target or engine error
+  tape diff alone keeps spec 003's codes: 0 equal, 2 the tapes diverge,
+  3 could not decide (see 'conform tape diff -h')
 `
 
 func main() {
@@ -71,6 +120,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var err error
 	code := 0
 	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && !cli.IsHelp(args[1]) {
+			// conform help run = conform run -h
+			return Main(ctx, append(append([]string{}, args[1:]...), "-h"), stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
 	case "run":
 		code, err = cmdRun(ctx, args[1:], stdout, stderr, false)
 	case "selftest":
@@ -82,15 +138,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case "receipt":
 		return receiptcli.Main(args[1:], stdin, stdout, stderr)
 	case "tape":
-		// Its own exit codes, fixed by the tape spec: 0 equal or valid,
-		// 2 divergences, 3 unreadable input, 4 usage.
+		// The common exit codes, except tape diff, which keeps spec 003's
+		// 2 for divergences and so says "could not decide" with 3.
 		return tapecli.Main(args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintf(stdout, "conform %s (protocol %s)\n", toolVersion(), protocolVersion)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		code, err = cmdVersion(args[1:], stdout)
 	default:
 		err = usageError{msg: fmt.Sprintf("unknown command %q", args[0]), usage: usage}
 	}
@@ -109,9 +161,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 // parseFlags parses with the standard flag package but turns its errors and
-// -h into our usage convention.
+// -h into our usage convention: -h, --help or a lone help print the usage
+// to stdout (exit 0, help true); a bad flag or a stray argument is a
+// usageError (exit 2).
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, err error) {
 	fs.SetOutput(io.Discard)
+	if len(args) == 1 && args[0] == "help" {
+		args = []string{"-h"}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -132,4 +189,61 @@ func flagUsage(fs *flag.FlagSet) string {
 	fs.Usage()
 	fs.SetOutput(io.Discard)
 	return b.String()
+}
+
+// exitCodes ends the usage of the commands that follow the common table.
+const exitCodes = `
+exit codes: 0 success, 1 the thing checked is not OK, 2 usage, configuration,
+unreadable input or engine error (the tool could not decide)
+`
+
+// formatFlag registers --format text|json.
+func formatFlag(fs *flag.FlagSet, what string) *string {
+	return fs.String("format", cli.FormatText, "`text|json`: "+what)
+}
+
+func checkFormat(fs *flag.FlagSet, format string) error {
+	if err := cli.CheckFormat(format); err != nil {
+		return usageError{msg: err.Error(), usage: flagUsage(fs)}
+	}
+	return nil
+}
+
+// writeJSON encodes v, indented, to w.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// versionInfo is `conform version --format json`.
+type versionInfo struct {
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	ProtocolVersion string `json:"protocol_version"`
+	Commit          string `json:"commit"`
+	Go              string `json:"go"`
+}
+
+func cmdVersion(args []string, stdout io.Writer) (int, error) {
+	fs := flag.NewFlagSet("conform version", flag.ContinueOnError)
+	format := formatFlag(fs, "output format")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: conform version [--format text|json]\n\nPrints the tool version, the protocol version it checks and the commit it was built from.\n\nflags:")
+		cli.PrintFlags(fs.Output(), fs, nil)
+		fmt.Fprint(fs.Output(), exitCodes)
+	}
+	if help, err := parseFlags(fs, args, stdout); help || err != nil {
+		return 0, err
+	}
+	if err := checkFormat(fs, *format); err != nil {
+		return 2, err
+	}
+	v := versionInfo{Name: "conform", Version: toolVersion(), ProtocolVersion: protocolVersion, Commit: toolCommit(), Go: runtime.Version()}
+	if *format == cli.FormatJSON {
+		return 0, writeJSON(stdout, v)
+	}
+	_, err := fmt.Fprintf(stdout, "conform %s (protocol %s, commit %s, %s)\n", v.Version, v.ProtocolVersion, v.Commit, v.Go)
+	return 0, err
 }

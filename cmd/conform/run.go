@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
 
 	// The suites register their specs by import.
 	_ "github.com/harn-conform/conform/suites/core"
@@ -20,22 +23,25 @@ import (
 
 const protocolVersion = config.ProtocolVersion
 
-// configFlags registers one string flag per configuration setting and
-// returns a function that collects the flags the user actually gave.
-func configFlags(fs *flag.FlagSet, skip map[string]bool) func() map[string]string {
+// configFlags registers one flag per configuration setting that has one
+// and returns the kind of each flag's value (for -h) and a function that
+// collects the flags the user actually gave.
+func configFlags(fs *flag.FlagSet, skip map[string]bool) (kinds map[string]string, given func() map[string]string) {
 	vals := map[string]*string{}
+	kinds = map[string]string{}
 	defaults := config.Defaults().Redacted()
 	for _, s := range config.Settings() {
-		if skip[s.Key] {
+		if skip[s.Key] || s.Flag == "" {
 			continue
 		}
 		help := s.Help + " (env " + s.Env
-		if d := defaults[s.Key]; d != "" && d != "0" {
+		if d := defaults[s.Key]; d != "" && d != "0" && d != "0s" {
 			help += ", default " + d
 		}
 		vals[s.Flag] = fs.String(s.Flag, "", help+")")
+		kinds[s.Flag] = s.Kind
 	}
-	return func() map[string]string {
+	return kinds, func() map[string]string {
 		set := map[string]string{}
 		fs.Visit(func(f *flag.Flag) {
 			if v, ok := vals[f.Name]; ok {
@@ -46,26 +52,63 @@ func configFlags(fs *flag.FlagSet, skip map[string]bool) func() map[string]strin
 	}
 }
 
+// envOnly lists the settings without a flag, for the end of -h.
+func envOnly(w io.Writer, skip map[string]bool) {
+	first := true
+	for _, s := range config.Settings() {
+		if s.Flag != "" || skip[s.Key] {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nenvironment or config file only:")
+			first = false
+		}
+		fmt.Fprintf(w, "  %s (file key %s) %s\n        %s\n", s.Env, s.Key, s.Kind, s.Help)
+	}
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self bool) (int, error) {
 	name := "run"
-	skip := map[string]bool{"redact": true}
+	skip := map[string]bool{}
 	if self {
 		name = "selftest"
 		skip["target"], skip["api_key"], skip["api_key_file"], skip["ca_file"], skip["restart_cmd"] = true, true, true, true, true
 	}
 	fs := flag.NewFlagSet("conform "+name, flag.ContinueOnError)
 	cfgFile := fs.String("config", "", "configuration file, YAML or JSON (env CONFORM_CONFIG)")
-	given := configFlags(fs, skip)
+	format := formatFlag(fs, "what standard output carries: text, the live progress and the result table; json, the conform.json report (progress then goes to standard error)")
+	kinds, given := configFlags(fs, skip)
+	kinds["config"] = "file"
 	fs.Usage = func() {
+		w := fs.Output()
 		if self {
-			fmt.Fprintln(fs.Output(), "usage: conform selftest [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory.\n\nflags:")
+			fmt.Fprintln(w, "usage: conform selftest [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory.\n\nflags:")
 		} else {
-			fmt.Fprintln(fs.Output(), "usage: conform run --target URL [flags]\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings).\n\nflags:")
+			fmt.Fprintln(w, "usage: conform run --target URL [flags]\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings). Flags beat CONFORM_* variables beat the --config file.\n\nflags:")
 		}
-		fs.PrintDefaults()
+		cli.PrintFlags(w, fs, kinds)
+		envOnly(w, skip)
+		fmt.Fprint(w, `
+exit codes: 0 every checked level is conformant; 1 a level is nonconformant, or
+partial because MUSTs are unverified, or a baseline entry is stale; 2 usage or
+configuration error, unreachable target, or a suite/network error left a level
+undecided (the tool could not decide)
+`)
+	}
+	// The flag list is long: a usage or configuration error names the
+	// problem and points at -h rather than repeating it.
+	short := fmt.Sprintf("usage: %s [flags]  ('%s -h' lists every flag)\n", fs.Name(), fs.Name())
+	if !self {
+		short = "usage: conform run --target URL [flags]  ('conform run -h' lists every flag)\n"
 	}
 	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return 2, err
+		if ue, ok := err.(usageError); ok {
+			err = usageError{msg: ue.msg, usage: short}
+		}
+		return 0, err
+	}
+	if err := cli.CheckFormat(*format); err != nil {
+		return 2, usageError{msg: err.Error(), usage: short}
 	}
 	file := *cfgFile
 	if file == "" {
@@ -84,7 +127,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 	}
 	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: given()})
 	if err != nil {
-		return 2, usageError{msg: err.Error(), usage: flagUsage(fs)}
+		return 2, usageError{msg: err.Error(), usage: short}
 	}
 	var notes []string
 	var restart target.RestartFunc
@@ -99,7 +142,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 			"; the durability checks restart it in-process over the same data directory")
 		restart = h.Restart
 	} else if cfg.Target == "" {
-		return 2, usageError{msg: "no target: give --target URL (or CONFORM_TARGET)", usage: flagUsage(fs)}
+		return 2, usageError{msg: "no target: give --target URL (or CONFORM_TARGET)", usage: short}
 	}
-	return runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: stdout, Notes: notes, Restart: restart})
+	console := stdout
+	if *format == cli.FormatJSON {
+		console = stderr
+	}
+	code, err := runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: console, Notes: notes, Restart: restart})
+	if err == nil && *format == cli.FormatJSON {
+		// The run wrote its reports (a returned error means it did not):
+		// standard output carries conform.json as written.
+		if err := copyFile(stdout, filepath.Join(cfg.Out, reports.JSONFile)); err != nil {
+			return 2, err
+		}
+	}
+	return code, err
+}
+
+func copyFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
 }

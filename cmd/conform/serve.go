@@ -9,47 +9,33 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/refharness"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("conform serve", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	data := fs.String("data", "", "data directory of the durable event log (empty: in memory, lost at exit)")
-	keyFile := fs.String("api-key-file", "", "file whose first line is the API key of actor actor_default (else env CONFORM_SERVE_API_KEY, else a generated key printed to stderr)")
+	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
+	data := fs.String("data", "", "`DIR` for the durable event log and a generated API key (empty: in memory, lost at exit)")
+	keyFile := fs.String("api-key-file", "", "`FILE` whose first line is the API key of actor actor_default (else env CONFORM_SERVE_API_KEY, else a generated key: kept in DIR/"+serveKeyFile+" with --data, printed to stderr without)")
 	var variants, faults names
 	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
 	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n\nRuns the reference Harness standalone.\n\nflags:")
-		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n\nRuns the reference Harness standalone until interrupted.\n\nflags:")
+		cli.PrintFlags(fs.Output(), fs, map[string]string{"variant": "NAME", "fault": "NAME"})
+		fmt.Fprint(fs.Output(), "\nexit codes: 0 stopped by a signal, 2 usage, configuration or serving error\n")
 	}
 	if help, err := parseFlags(fs, args, stdout); help || err != nil {
-		return 2, err
+		return 0, err
 	}
-	key := os.Getenv("CONFORM_SERVE_API_KEY")
-	if *keyFile != "" {
-		b, err := readSmall(*keyFile)
-		if err != nil {
-			return 2, fmt.Errorf("--api-key-file: %w", err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		if key = strings.TrimSpace(line); key == "" {
-			return 2, fmt.Errorf("--api-key-file %s: first line is empty", *keyFile)
-		}
-	}
-	if key == "" {
-		key = embedded.NewAPIKey()
-		// Deliberately printed: the operator needs it, and this harness is a
-		// local stand-in; it goes to stderr, never into a report.
-		fmt.Fprintf(stderr, "conform serve: api key: %s\n", key)
-	}
-	opts := refharness.Options{DataDir: *data, APIKeys: map[string]string{key: "actor_default"}, Variants: refharness.Variants{}, Faults: refharness.Faults{}}
+	opts := refharness.Options{DataDir: *data, Variants: refharness.Variants{}, Faults: refharness.Faults{}}
 	for _, v := range variants {
 		if !slices.Contains(refharness.AllVariants(), refharness.Variant(v)) {
 			return 2, usageError{msg: fmt.Sprintf("--variant %q: no such variant (have %v)", v, refharness.AllVariants()), usage: flagUsage(fs)}
@@ -62,6 +48,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		opts.Faults[refharness.Fault(f)] = true
 	}
+	key, err := serveAPIKey(*data, *keyFile, os.Getenv, stderr)
+	if err != nil {
+		return 2, err
+	}
+	opts.APIKeys = map[string]string{key: "actor_default"}
 	h, err := refharness.New(opts)
 	if err != nil {
 		return 2, err
@@ -91,6 +82,79 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 	}
 	return 0, nil
+}
+
+// serveKeyFile is where serve keeps the API key it generated, in the data
+// directory, so that a restart over the same data keeps the same key.
+const serveKeyFile = "api-key"
+
+// serveAPIKey picks the API key of a serve: --api-key-file, else
+// CONFORM_SERVE_API_KEY, else the key a previous serve generated in the
+// data directory, else a new one — written there (0600) when there is a
+// data directory, printed to stderr when there is none (the operator has
+// no other way to learn it). A key kept in a file is never printed: the
+// message names the file.
+func serveAPIKey(data, keyFile string, getenv func(string) string, stderr io.Writer) (string, error) {
+	if keyFile != "" {
+		return readKeyLine(keyFile, "--api-key-file")
+	}
+	if key := strings.TrimSpace(getenv("CONFORM_SERVE_API_KEY")); key != "" {
+		return key, nil
+	}
+	if data == "" {
+		key := embedded.NewAPIKey()
+		// Deliberately printed: the operator needs it, and this harness is a
+		// local stand-in; it goes to stderr, never into a report.
+		fmt.Fprintf(stderr, "conform serve: api key: %s (in memory; with --data DIR it is kept in DIR/%s across restarts)\n", key, serveKeyFile)
+		return key, nil
+	}
+	path := filepath.Join(data, serveKeyFile)
+	if key, err := readKeyLine(path, "--data"); err == nil {
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(stderr, "conform serve: warning: %s is readable by others (mode %v); chmod 600 it\n", path, st.Mode().Perm())
+		}
+		fmt.Fprintf(stderr, "conform serve: api key: the one in %s\n", path)
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return "", fmt.Errorf("--data: %w", err)
+	}
+	key := embedded.NewAPIKey()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		// Another serve over the same directory won the race: use its key.
+		return readKeyLine(path, "--data")
+	}
+	if err != nil {
+		return "", fmt.Errorf("--data: keeping the generated API key: %w", err)
+	}
+	_, werr := f.WriteString(key + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("--data: keeping the generated API key: %w", werr)
+	}
+	fmt.Fprintf(stderr, "conform serve: api key: generated into %s (kept across restarts; read it from there)\n", path)
+	return key, nil
+}
+
+// readKeyLine reads the first line of a key file; what names the flag the
+// file belongs to, for errors. A missing file's error wraps os.ErrNotExist.
+func readKeyLine(path, what string) (string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	key := strings.TrimSpace(line)
+	if key == "" {
+		return "", fmt.Errorf("%s %s: first line is empty", what, path)
+	}
+	return key, nil
 }
 
 // names is a repeatable string flag.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -45,6 +46,7 @@ type Config struct {
 	Target          string   // base URL of the Harness under test; "" = the built-in reference Harness
 	APIKey          string   // bearer key; never printed (see Redacted)
 	APIKeyFile      string   // where APIKey came from, if a file
+	APIKeySource    string   // the variable or flag APIKey came from, for hints (never the key)
 	Levels          []string // "claimed", "all", or level names
 	Out             string   // report directory
 	Timeouts        Timeouts //
@@ -55,6 +57,7 @@ type Config struct {
 	MaxBodyBytes    int64    // cap on any response body read from the target
 	CAFile          string   // extra PEM roots for HTTPS targets
 	Redact          []string // further secrets to scrub from every output
+	RedactFile      string   // where (some of) Redact came from, if a file
 	// MaxDuration bounds the whole run; 0 = no bound. What it cuts off is
 	// an error, never a failure.
 	MaxDuration time.Duration
@@ -100,6 +103,9 @@ func Defaults() Config {
 type setting struct {
 	key    string // file key and flag name (flag names use '-' for '_')
 	secret bool   // never shown: reports say only whether it is set
+	// noFlag settings come only from the environment or the file: a flag's
+	// value would be visible in process listings.
+	noFlag bool
 	kind   string // the value's type as -h shows it: duration, int, list, file, url, string…
 	help   string
 	set    func(*Config, string) error
@@ -139,7 +145,7 @@ func stringSetting(key, kind, help string, field func(*Config) *string) setting 
 
 var settings = []setting{
 	stringSetting("target", "url", "base URL of the Harness under test (a path prefix is fine); under go test, unset means the built-in reference Harness", func(c *Config) *string { return &c.Target }),
-	{key: "api_key", secret: true, kind: "key", help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or api_key_file)",
+	{key: "api_key", secret: true, kind: "key", help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or --api-key-file)",
 		set: func(c *Config, v string) error { c.APIKey = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.APIKey }},
 	{key: "api_key_file", kind: "file", help: "file whose first line is the bearer API key",
@@ -196,16 +202,24 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }},
 	stringSetting("ca_file", "file", "PEM file of extra root certificates for an HTTPS target", func(c *Config) *string { return &c.CAFile }),
-	{key: "redact", secret: true, kind: "values", help: "further secret values to scrub from every output (newline-separated)",
+	{key: "redact", secret: true, noFlag: true, kind: "values", help: "further secret values to scrub from every output, newline-separated; environment or config file only (a flag's value would be visible in process listings): see redact_file",
+		set: func(c *Config, v string) error { c.Redact = append(c.Redact, splitLines(v)...); return nil },
+		get: func(c *Config) string { return strings.Join(c.Redact, "\n") }},
+	{key: "redact_file", kind: "file", help: "file of further secret values to scrub from every output, one per line (added to CONFORM_REDACT)",
 		set: func(c *Config, v string) error {
-			for _, s := range strings.Split(v, "\n") {
-				if s = strings.TrimSpace(s); s != "" {
-					c.Redact = append(c.Redact, s)
-				}
+			v = strings.TrimSpace(v)
+			if v == "" {
+				return errors.New("empty path")
 			}
+			b, err := readBounded(v)
+			if err != nil {
+				return fmt.Errorf("reading redact file: %w", err)
+			}
+			c.RedactFile = v
+			c.Redact = append(c.Redact, splitLines(string(b))...)
 			return nil
 		},
-		get: func(c *Config) string { return strings.Join(c.Redact, "\n") }},
+		get: func(c *Config) string { return c.RedactFile }},
 	{key: "restart_cmd", secret: true, kind: "command", help: "shell command (run with sh -c) that restarts the target, so the suite can check that tasks and idempotency keys survive a restart (docker restart NAME, systemctl restart UNIT, a script…); without it those MUSTs are unverified",
 		set: func(c *Config, v string) error { c.RestartCmd = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.RestartCmd }},
@@ -231,13 +245,20 @@ func EnvName(key string) string { return "CONFORM_" + strings.ToUpper(key) }
 func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 // Setting describes one knob for flag registration and documentation.
+// Flag is empty for a setting that has no flag (environment or file only).
 type Setting struct{ Key, Flag, Env, Kind, Help string }
+
+// Kinds are the value types a Setting's Kind names, as -h shows them.
+var Kinds = []string{"duration", "int", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "string"}
 
 // Settings lists every knob.
 func Settings() []Setting {
 	out := make([]Setting, len(settings))
 	for i, s := range settings {
 		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Kind: s.kind, Help: s.help}
+		if s.noFlag {
+			out[i].Flag = ""
+		}
 	}
 	return out
 }
@@ -264,6 +285,7 @@ func Load(src Sources) (Config, error) {
 				if err := s.set(&c, v); err != nil {
 					return Config{}, fmt.Errorf("%s: %w", EnvName(s.key), err)
 				}
+				c.noteKeySource(s.key, EnvName(s.key))
 			}
 		}
 	}
@@ -280,6 +302,7 @@ func Load(src Sources) (Config, error) {
 		if err := s.set(&c, src.Flags[name]); err != nil {
 			return Config{}, fmt.Errorf("--%s: %w", name, err)
 		}
+		c.noteKeySource(s.key, "--"+name)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -287,9 +310,20 @@ func Load(src Sources) (Config, error) {
 	return c, nil
 }
 
+// noteKeySource remembers which source last set the API key, so a refused
+// key can be traced to the variable or flag to fix.
+func (c *Config) noteKeySource(key, source string) {
+	switch key {
+	case "api_key":
+		c.APIKeySource, c.APIKeyFile = source, ""
+	case "api_key_file":
+		c.APIKeySource = source + " " + c.APIKeyFile
+	}
+}
+
 func byFlag(name string) (setting, bool) {
 	for _, s := range settings {
-		if FlagName(s.key) == name {
+		if !s.noFlag && FlagName(s.key) == name {
 			return s, true
 		}
 	}
@@ -406,6 +440,16 @@ func scalar(v any) (string, error) {
 	}
 }
 
+func splitLines(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, "\n") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func splitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -421,18 +465,8 @@ var levelNames = map[string]bool{"core": true, "extended": true, "receipts": tru
 // Validate checks the whole configuration.
 func (c Config) Validate() error {
 	if c.Target != "" {
-		u, err := url.Parse(c.Target)
-		switch {
-		case err != nil:
-			return fmt.Errorf("target: %q is not a URL: %v", c.Target, err)
-		case u.Scheme != "http" && u.Scheme != "https":
-			return fmt.Errorf("target: %q must be an http:// or https:// URL", c.Target)
-		case u.Host == "":
-			return fmt.Errorf("target: %q has no host", c.Target)
-		case u.User != nil:
-			return errors.New("target: credentials in the URL are not allowed (they would end up in reports); use CONFORM_API_KEY")
-		case u.RawQuery != "" || u.Fragment != "":
-			return fmt.Errorf("target: %q must not carry a query or fragment", c.Target)
+		if err := checkTarget(c.Target); err != nil {
+			return err
 		}
 	}
 	if len(c.Levels) == 0 {
@@ -472,6 +506,106 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// checkTarget validates the target URL. Its errors say what is wrong in
+// plain words (never Go's parser text) and, for the common slip of a bare
+// HOST:PORT, suggest the URL that was probably meant.
+func checkTarget(raw string) error {
+	shown := maskUserinfo(raw)
+	u, err := url.Parse(raw)
+	if noScheme(raw, u, err) {
+		if s, ok := suggestURL(raw); ok {
+			return fmt.Errorf("target: %q has no scheme; did you mean %s?", shown, s)
+		}
+		return fmt.Errorf("target: %q has no scheme; want http://HOST[:PORT][/PATH] or https://…", shown)
+	}
+	if err != nil {
+		return fmt.Errorf("target: %q is not a valid URL: %s", shown, urlProblem(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("target: %q must be an http:// or https:// URL", shown)
+	case u.User != nil:
+		return errors.New("target: credentials in the URL are not allowed (they would end up in reports); use CONFORM_API_KEY")
+	case u.Host == "":
+		return fmt.Errorf("target: %q has no host; want %s://HOST[:PORT][/PATH]", shown, u.Scheme)
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return fmt.Errorf("target: %q must not carry a query or fragment", shown)
+	}
+	return nil
+}
+
+// noScheme recognises a URL typed without its scheme: "host/path" parses
+// with no scheme, "127.0.0.1:8080" fails on the colon, and
+// "localhost:8080" parses with scheme "localhost" and a port for a body.
+func noScheme(raw string, u *url.URL, err error) bool {
+	if strings.Contains(raw, "://") {
+		return false
+	}
+	if err != nil {
+		return strings.Contains(err.Error(), "first path segment in URL cannot contain colon")
+	}
+	if u.Scheme == "" {
+		return u.Path != ""
+	}
+	return u.Opaque != "" && u.Opaque[0] >= '0' && u.Opaque[0] <= '9'
+}
+
+// suggestURL is raw with a scheme: http:// for loopback, IP addresses and
+// ports other than 443, https:// otherwise.
+func suggestURL(raw string) (string, bool) {
+	u, err := url.Parse("http://" + raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	host, port := u.Hostname(), u.Port()
+	scheme := "https"
+	if port != "" && port != "443" || host == "localhost" || net.ParseIP(host) != nil {
+		scheme = "http"
+	}
+	return scheme + "://" + raw, true
+}
+
+// urlProblem says in plain words what the URL parser refused.
+func urlProblem(err error) string {
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &esc):
+		return "a % is not followed by two hexadecimal digits"
+	case errors.As(err, &host):
+		return fmt.Sprintf("the host contains %q, which a host name cannot", string(host))
+	case strings.Contains(msg, "invalid port"):
+		return "the port is not a number"
+	case strings.Contains(msg, "missing ']'"):
+		return "an IPv6 address in the host must be closed with ]"
+	case strings.Contains(msg, "IP-literal"):
+		return "the host in [ ] is not an IPv6 address"
+	case strings.Contains(msg, "control character"):
+		return "it contains a control character (a tab or a line break?)"
+	case strings.Contains(msg, "missing protocol scheme"):
+		return "it has no scheme; want http://HOST[:PORT][/PATH] or https://…"
+	}
+	return "want http://HOST[:PORT][/PATH] or https://…"
+}
+
+// maskUserinfo hides a user:password@ part, so that an error message never
+// repeats a credential.
+func maskUserinfo(raw string) string {
+	rest, prefix := raw, ""
+	if i := strings.Index(raw, "://"); i >= 0 {
+		prefix, rest = raw[:i+3], raw[i+3:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return prefix + "…@" + rest[at+1:]
+	}
+	return raw
+}
+
 // Secrets lists every value that must never reach an output.
 func (c Config) Secrets() []string {
 	var out []string
@@ -503,8 +637,8 @@ func (c Config) Redacted() map[string]string {
 func (c Config) Environ() []string {
 	var out []string
 	for _, s := range settings {
-		if s.key == "api_key_file" {
-			continue // the key itself travels as CONFORM_API_KEY
+		if s.key == "api_key_file" || s.key == "redact_file" {
+			continue // the values themselves travel as CONFORM_API_KEY and CONFORM_REDACT
 		}
 		if v := s.get(&c); v != "" {
 			out = append(out, EnvName(s.key)+"="+v)

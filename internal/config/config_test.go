@@ -113,8 +113,36 @@ func TestEnvironRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The key now comes from the environment, and the hints say so.
+	c.APIKeySource = "CONFORM_API_KEY"
 	if !reflect.DeepEqual(got, c) {
 		t.Errorf("Load(Environ(c)) = %+v, want %+v", got, c)
+	}
+}
+
+// A refused key's hint names where the key came from: the last source
+// that set it wins, as for the key itself.
+func TestAPIKeySource(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(keyFile, []byte("k-file\n"), 0o600)
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		flags map[string]string
+		want  string
+	}{
+		{"env", map[string]string{"CONFORM_API_KEY": "k"}, nil, "CONFORM_API_KEY"},
+		{"flag beats env", map[string]string{"CONFORM_API_KEY": "k"}, map[string]string{"api-key": "k2"}, "--api-key"},
+		{"key file flag", map[string]string{"CONFORM_API_KEY": "k"}, map[string]string{"api-key-file": keyFile}, "--api-key-file " + keyFile},
+		{"key file env", map[string]string{"CONFORM_API_KEY_FILE": keyFile}, nil, "CONFORM_API_KEY_FILE " + keyFile},
+	} {
+		c, err := Load(Sources{Env: env(tc.env), Flags: tc.flags})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.APIKeySource != tc.want {
+			t.Errorf("%s: source %q, want %q", tc.name, c.APIKeySource, tc.want)
+		}
 	}
 }
 
@@ -151,5 +179,104 @@ func TestRestartSettings(t *testing.T) {
 		if _, err := Load(Sources{Flags: map[string]string{"restart-timeout": bad}}); err == nil || !strings.Contains(err.Error(), "--restart-timeout") {
 			t.Errorf("--restart-timeout %s: error %v, want one naming the flag", bad, err)
 		}
+	}
+}
+
+func TestTargetErrors(t *testing.T) {
+	for _, tc := range []struct{ target, want string }{
+		{"127.0.0.1:8080", `target: "127.0.0.1:8080" has no scheme; did you mean http://127.0.0.1:8080?`},
+		{"localhost:8080", `target: "localhost:8080" has no scheme; did you mean http://localhost:8080?`},
+		{"localhost:8080/api", `did you mean http://localhost:8080/api?`},
+		{"localhost", `did you mean http://localhost?`},
+		{"harness.example.com/api", `did you mean https://harness.example.com/api?`},
+		{"harness.example.com:9000", `did you mean http://harness.example.com:9000?`},
+		{"[::1]:8080", `did you mean http://[::1]:8080?`},
+		{"ftp://x", `target: "ftp://x" must be an http:// or https:// URL`},
+		{"mailto:someone@example.com", "must be an http:// or https:// URL"},
+		{"http://", `target: "http://" has no host`},
+		{"http:localhost:8080", "has no host; want http://HOST"},
+		{"http://host:port", "not a valid URL: the port is not a number"},
+		{"http://[::1", "an IPv6 address in the host must be closed with ]"},
+		{"http://a%zzb/", "a % is not followed by two hexadecimal digits"},
+		{"http://exa mple.com/", "the host contains \" \""},
+		{"http://h\x7f/", "control character"},
+		{"http://user:pw@h", "credentials in the URL"},
+		{"http://user:sk-secret@[::1", `"http://…@[::1" is not a valid URL`},
+		{"http://h/?q=1", "must not carry a query or fragment"},
+		{"http://h/#f", "must not carry a query or fragment"},
+	} {
+		_, err := Load(Sources{Flags: map[string]string{"target": tc.target}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--target %q: error %v, want it to contain %q", tc.target, err, tc.want)
+			continue
+		}
+		for _, raw := range []string{"first path segment", "parse ", "invalid URL escape", "missing protocol", "sk-secret"} {
+			if strings.Contains(err.Error(), raw) {
+				t.Errorf("--target %q: error %q carries %q", tc.target, err, raw)
+			}
+		}
+	}
+	for _, ok := range []string{"http://127.0.0.1:8080", "https://h.example/api/", "http://[::1]:9/x"} {
+		if _, err := Load(Sources{Flags: map[string]string{"target": ok}}); err != nil {
+			t.Errorf("--target %q: %v", ok, err)
+		}
+	}
+}
+
+func TestRedactFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "secrets")
+	os.WriteFile(file, []byte("sk-one-1234\n\n  tok-two-5678  \n"), 0o600)
+	c, err := Load(Sources{Env: env(map[string]string{"CONFORM_REDACT": "env-secret-9"}), Flags: map[string]string{"redact-file": file}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Redact, []string{"env-secret-9", "sk-one-1234", "tok-two-5678"}) {
+		t.Errorf("Redact = %q, want the variable's value then the file's lines", c.Redact)
+	}
+	if s := c.Secrets(); !strings.Contains(strings.Join(s, " "), "tok-two-5678") {
+		t.Errorf("Secrets() = %q lacks the file's values", s)
+	}
+	r := c.Redacted()
+	if r["redact"] != "[REDACTED]" || r["redact_file"] != file || strings.Contains(strings.Join(values(r), " "), "sk-one") {
+		t.Errorf("Redacted() = %v: want the values hidden and the file named", r)
+	}
+	if _, err := Load(Sources{Flags: map[string]string{"redact": "sk-visible"}}); err == nil || !strings.Contains(err.Error(), "--redact: unknown flag") {
+		t.Errorf("--redact: error %v, want unknown flag (values on a command line are visible in process listings)", err)
+	}
+	if _, err := Load(Sources{Flags: map[string]string{"redact-file": filepath.Join(dir, "none")}}); err == nil || !strings.Contains(err.Error(), "--redact-file: reading redact file") {
+		t.Errorf("--redact-file missing: error %v", err)
+	}
+	yaml := filepath.Join(dir, "c.yaml")
+	os.WriteFile(yaml, []byte("redact_file: "+file+"\n"), 0o600)
+	if c, err := Load(Sources{File: yaml}); err != nil || len(c.Redact) != 2 {
+		t.Errorf("redact_file in a config file: %q, %v", c.Redact, err)
+	}
+}
+
+func TestSettingKinds(t *testing.T) {
+	kinds := map[string]bool{}
+	for _, k := range Kinds {
+		kinds[k] = true
+	}
+	want := map[string]string{"target": "url", "api_key_file": "file", "redact_file": "file", "out": "dir",
+		"request_timeout": "duration", "max_duration": "duration", "seed": "int", "levels": "list", "restart_cmd": "command"}
+	noFlag := 0
+	for _, s := range Settings() {
+		if !kinds[s.Kind] {
+			t.Errorf("setting %s has kind %q, not one of %v", s.Key, s.Kind, Kinds)
+		}
+		if w, ok := want[s.Key]; ok && s.Kind != w {
+			t.Errorf("setting %s has kind %q, want %q", s.Key, s.Kind, w)
+		}
+		if s.Flag == "" {
+			noFlag++
+			if s.Key != "redact" {
+				t.Errorf("setting %s has no flag", s.Key)
+			}
+		}
+	}
+	if noFlag != 1 {
+		t.Errorf("%d settings without a flag, want 1 (redact)", noFlag)
 	}
 }

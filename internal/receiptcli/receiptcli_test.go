@@ -74,6 +74,16 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"stdin twice", []string{"verify", "-", "-"}, 2},
 		{"stdin for keys and receipt", []string{"verify", "--keys", "-", "-"}, 2},
 		{"help", []string{"verify", "-h"}, 0},
+		{"help after files", []string{"verify", valid, "--help"}, 0},
+		{"lone help word", []string{"verify", "help"}, 0},
+		{"receipt help", []string{"help"}, 0},
+		{"receipt -h", []string{"-h"}, 0},
+		{"receipt --help", []string{"--help"}, 0},
+		{"signed without keys", []string{"verify", signed}, 1},
+		{"signed without keys, allowed", []string{"verify", "--allow-unchecked-signatures", signed}, 0},
+		{"signed without keys among valid", []string{"verify", valid, signed}, 1},
+		{"unsigned, allowance irrelevant", []string{"verify", "--allow-unchecked-signatures", tampered}, 1},
+		{"out is a directory", []string{"verify", "--out", dir, valid}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -172,5 +182,94 @@ func TestJSONFindings(t *testing.T) {
 	}
 	if !classes["hash_missing"] || !classes["schema_invalid"] {
 		t.Errorf("classes = %v, want hash_missing and schema_invalid", classes)
+	}
+}
+
+// A signed receipt whose signatures were not checked is never called VALID
+// without saying so, and without --allow-unchecked-signatures it is not
+// valid at all (exit 1): "valid" must not vouch for unchecked signatures.
+func TestUncheckedSignatures(t *testing.T) {
+	dir := t.TempDir()
+	signed := fixture(t, dir, "valid/signed.json")
+	keys := fixture(t, dir, "keys/fixture-keys.json")
+
+	code, out, _ := run(t, "", "verify", signed)
+	if code != ExitInvalid || strings.Contains(out, ": VALID") || !strings.Contains(out, "SIGNATURES NOT CHECKED") ||
+		!strings.Contains(out, "1 signature NOT checked: no public keys given; give --keys FILE") || !strings.Contains(out, "--allow-unchecked-signatures") ||
+		!strings.Contains(out, "0 valid, 0 invalid, 1 with no signature checked") {
+		t.Errorf("signed, no keys: exit %d, output:\n%s", code, out)
+	}
+	code, out, _ = run(t, "", "verify", "--allow-unchecked-signatures", signed)
+	if code != ExitValid || !strings.Contains(out, "VALID (everything but signatures: 1 signature NOT checked") {
+		t.Errorf("signed, no keys, allowed: exit %d, output:\n%s", code, out)
+	}
+	code, out, _ = run(t, "", "verify", "--keys", keys, signed)
+	if code != ExitValid || !strings.Contains(out, ": VALID\n") || strings.Contains(out, "NOT checked") {
+		t.Errorf("signed with keys: exit %d, output:\n%s", code, out)
+	}
+
+	var doc struct {
+		Valid    bool `json:"valid"`
+		Receipts []struct {
+			Valid               bool   `json:"valid"`
+			Verdict             string `json:"verdict"`
+			Signatures          int    `json:"signatures"`
+			SignaturesUnchecked int    `json:"signatures_unchecked"`
+			UncheckedReason     string `json:"unchecked_reason"`
+		} `json:"receipts"`
+	}
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		valid     bool
+		verdict   string
+		unchecked int
+	}{
+		{[]string{signed}, ExitInvalid, false, VerdictUnchecked, 1},
+		{[]string{"--allow-unchecked-signatures", signed}, ExitValid, true, VerdictValid, 1},
+		{[]string{"--keys", keys, signed}, ExitValid, true, VerdictValid, 0},
+	} {
+		code, out, _ := run(t, "", append([]string{"verify", "--format", "json"}, tc.args...)...)
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, out)
+		}
+		r := doc.Receipts[0]
+		if code != tc.code || doc.Valid != tc.valid || r.Valid != tc.valid || r.Verdict != tc.verdict || r.Signatures != 1 || r.SignaturesUnchecked != tc.unchecked {
+			t.Errorf("%v: exit %d, %+v %+v; want exit %d, valid %v, verdict %s, 1 signature, %d unchecked", tc.args, code, doc.Valid, r, tc.code, tc.valid, tc.verdict, tc.unchecked)
+		}
+	}
+}
+
+// --out FILE writes the JSON document whatever --format says; standard
+// output keeps the chosen format.
+func TestOutFile(t *testing.T) {
+	dir := t.TempDir()
+	valid := fixture(t, dir, "valid/task-completed.json")
+	tampered := fixture(t, dir, "invalid/tampered.json")
+	res := filepath.Join(dir, "result.json")
+	code, out, _ := run(t, "", "verify", "--out", res, valid, tampered)
+	if code != ExitInvalid || !strings.Contains(out, "INVALID") {
+		t.Fatalf("exit %d, stdout:\n%s", code, out)
+	}
+	b, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Valid    bool              `json:"valid"`
+		Receipts []json.RawMessage `json:"receipts"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Valid || len(doc.Receipts) != 2 {
+		t.Errorf("--out file: %v, %+v\n%s", err, doc, b)
+	}
+}
+
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"verify", "-h"}, {"verify", "--help"}, {"verify", "help"}} {
+		code, out, errs := run(t, "", args...)
+		if code != 0 || !strings.Contains(out, "usage: conform receipt verify") || !strings.Contains(out, "--keys FILE") ||
+			!strings.Contains(out, "--allow-unchecked-signatures") || !strings.Contains(out, "Exit status: 0") || errs != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
 	}
 }

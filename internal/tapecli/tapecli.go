@@ -12,72 +12,98 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/fidelity"
 	"github.com/harn-conform/conform/internal/tape"
 )
 
-// Exit codes of `conform tape`.
+// Exit codes of `conform tape`. validate and the command itself follow the
+// common table of every conform command (package cli); diff keeps spec
+// 003's status 2 for divergences, so it says "could not decide" with 3.
 const (
-	ExitOK         = 0 // tapes equal / tape valid
-	ExitDiverged   = 2 // the report lists divergences (spec 003's status)
-	ExitUnreadable = 3 // a tape cannot be read, or validate found it invalid
-	ExitUsage      = 4 // bad command line
+	ExitOK      = cli.ExitOK    // tapes equal (diff) / every tape valid (validate)
+	ExitInvalid = cli.ExitNotOK // validate: a tape is invalid
+	ExitError   = cli.ExitError // validate, and `conform tape` itself: usage error or unreadable tape
+	// ExitDiverged: diff found divergences. Spec 003: the fidelity CLI
+	// exits "non-zero (status 2) when the report has any divergences".
+	ExitDiverged = 2
+	// ExitDiffError: diff could not decide (usage error, unreadable tape,
+	// unwritable report): what the common table calls 2, which diff's
+	// divergences already use.
+	ExitDiffError = 3
 )
 
 // Usage is the help text.
 const Usage = `usage:
-  conform tape diff A B [--mode MODE] [--report FILE] [--max-divergences N]
-  conform tape validate FILE...
+  conform tape diff A B [--mode MODE] [--max-divergences N] [--format text|json] [--out FILE]
+  conform tape validate [--format text|json] [--out FILE] FILE...
 
 diff compares event tape A (the reference, e.g. the recorded run) with tape B
-(e.g. the replay) and writes a FidelityReport (JSON, schema
-conform-fidelity-report/v1): to FILE with --report, where a summary then goes
-to standard output; otherwise to standard output.
+(e.g. the replay) and makes a FidelityReport (JSON, schema
+conform-fidelity-report/v1).
   --mode MODE            byte-identical (default), semantic, outcome, phase-aware
-  --report FILE          write the JSON report to FILE
   --max-divergences N    list at most N divergences (all are counted; default 10000)
+  --out FILE             write the JSON report to FILE (--report FILE: deprecated
+                         spelling of the same)
+  --format text|json     what standard output carries: json, the report (the
+                         default without --out); text, a summary (the default
+                         with --out)
 
 validate checks each tape: it can be read, inline payloads hash to their
 content_hash, every spilled payload is in FILE.cas/ with matching length and
 BLAKE3 hash, seq strictly increases. Unknown record kinds and unreferenced
 sidecar files are warnings.
+  --format text|json     what standard output carries: text (default), a line
+                         per finding and a verdict per tape; json, the result
+                         document
+  --out FILE             also write the result document (JSON) to FILE
 
-exit status:
-  0  equal (diff) / valid (validate)
+Options may come before, between or after the tape arguments.
+
+exit status of diff (spec 003 fixes 2 for divergences, so "could not decide"
+is 3 here, not the 2 of every other conform command):
+  0  the tapes are equal under the mode
   2  the tapes diverge
-  3  a tape cannot be read (unsupported version, torn or malformed line,
-     missing file), validate found it invalid, or the report cannot be written
-  4  usage error
+  3  diff could not decide: a tape cannot be read (unsupported version, torn
+     or malformed line, missing file), the report cannot be written, or a
+     usage error
+
+exit status of validate (the common table):
+  0  every tape is valid (warnings allowed)
+  1  a tape is invalid: a finding, or not a tape (missing header, malformed
+     or torn line)
+  2  a tape cannot be read (missing file, unsupported version, line too
+     long), the result cannot be written, or a usage error; 2 wins over 1
 `
 
 // Main runs `conform tape` with the arguments after "tape".
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return usage(stderr, "missing command: want diff or validate")
+		return usage(stderr, "missing command: want diff or validate", ExitError)
 	}
-	switch args[0] {
-	case "diff":
+	switch {
+	case args[0] == "diff":
 		return diff(args[1:], stdout, stderr)
-	case "validate":
+	case args[0] == "validate":
 		return validate(args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	case cli.IsHelp(args[0]):
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
-	return usage(stderr, fmt.Sprintf("unknown command %q: want diff or validate", args[0]))
+	return usage(stderr, fmt.Sprintf("unknown command %q: want diff or validate", args[0]), ExitError)
 }
 
 // shortUsage follows a usage error; `conform tape help` prints Usage.
 const shortUsage = `usage:
-  conform tape diff A B [--mode byte-identical|semantic|outcome|phase-aware] [--report FILE] [--max-divergences N]
-  conform tape validate FILE...
-exit status: 0 equal/valid, 2 divergences, 3 unreadable or invalid input, 4 usage error
-(conform tape help explains more)
+  conform tape diff A B [--mode byte-identical|semantic|outcome|phase-aware] [--max-divergences N] [--format text|json] [--out FILE]
+  conform tape validate [--format text|json] [--out FILE] FILE...
+exit status: diff 0 equal, 2 divergences, 3 could not decide (spec 003 fixes 2);
+validate 0 valid, 1 invalid, 2 could not decide (conform tape help explains more)
 `
 
-func usage(stderr io.Writer, problem string) int {
+func usage(stderr io.Writer, problem string, code int) int {
 	fmt.Fprintf(stderr, "conform tape: %s\n%s", problem, shortUsage)
-	return ExitUsage
+	return code
 }
 
 // flags splits args into positional arguments and --name value options.
@@ -85,6 +111,9 @@ func usage(stderr io.Writer, problem string) int {
 // --name value or --name=value; "--" ends the options.
 func flags(args []string, known map[string]bool) (pos []string, opts map[string]string, err error) {
 	opts = make(map[string]string)
+	if len(args) == 1 && args[0] == "help" {
+		return nil, nil, errHelp
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -96,7 +125,7 @@ func flags(args []string, known map[string]bool) (pos []string, opts map[string]
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name == "h" || name == "help" {
+		if cli.IsHelp(a) {
 			return nil, nil, errHelp
 		}
 		if !known[name] {
@@ -120,33 +149,51 @@ func flags(args []string, known map[string]bool) (pos []string, opts map[string]
 var errHelp = errors.New("help")
 
 func diff(args []string, stdout, stderr io.Writer) int {
-	pos, opts, err := flags(args, map[string]bool{"mode": true, "report": true, "max-divergences": true})
+	pos, opts, err := flags(args, map[string]bool{"mode": true, "report": true, "out": true, "format": true, "max-divergences": true})
 	if err == errHelp {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
+	bad := func(problem string) int { return usage(stderr, "diff: "+problem, ExitDiffError) }
 	if err != nil {
-		return usage(stderr, "diff: "+err.Error())
+		return bad(err.Error())
 	}
 	if len(pos) != 2 {
-		return usage(stderr, fmt.Sprintf("diff: got %d tape arguments, want 2 (A and B)", len(pos)))
+		return bad(fmt.Sprintf("got %d tape arguments, want 2 (A and B)", len(pos)))
 	}
 	opt := fidelity.Options{Mode: fidelity.ByteIdentical}
 	if m, ok := opts["mode"]; ok {
 		if opt.Mode, err = fidelity.ParseMode(m); err != nil {
-			return usage(stderr, "diff: --mode: "+err.Error())
+			return bad("--mode: " + err.Error())
 		}
 	}
 	if n, ok := opts["max-divergences"]; ok {
 		v, err := strconv.Atoi(n)
 		if err != nil || v < 1 {
-			return usage(stderr, fmt.Sprintf("diff: --max-divergences %q: want a positive integer", n))
+			return bad(fmt.Sprintf("--max-divergences %q: want a positive integer", n))
 		}
 		opt.MaxDivergences = v
 	}
-	reportPath, toFile := opts["report"]
-	if toFile && reportPath == "" {
-		return usage(stderr, "diff: --report needs a file name")
+	outPath, toFile := opts["out"]
+	if old, ok := opts["report"]; ok {
+		if toFile {
+			return bad("give --out FILE, not both --out and --report (its deprecated spelling)")
+		}
+		fmt.Fprintln(stderr, "conform tape diff: --report is deprecated; use --out")
+		outPath, toFile = old, true
+	}
+	if toFile && outPath == "" {
+		return bad("--out needs a file name")
+	}
+	format := cli.FormatJSON
+	if toFile {
+		format = cli.FormatText
+	}
+	if f, ok := opts["format"]; ok {
+		if err := cli.CheckFormat(f); err != nil {
+			return bad(err.Error())
+		}
+		format = f
 	}
 
 	if opt.Mode == fidelity.PhaseAware {
@@ -155,7 +202,7 @@ func diff(args []string, stdout, stderr io.Writer) int {
 		for _, p := range pos {
 			if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 				fmt.Fprintf(stderr, "conform tape diff: %s is not a regular file; phase-aware mode reads each tape twice\n", p)
-				return ExitUnreadable
+				return ExitDiffError
 			}
 		}
 	}
@@ -166,17 +213,19 @@ func diff(args []string, stdout, stderr io.Writer) int {
 	body, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "conform tape diff: encode report: %v\n", err)
-		return ExitUnreadable
+		return ExitDiffError
 	}
 	body = append(body, '\n')
 	if toFile {
-		if err := os.WriteFile(reportPath, body, 0o644); err != nil {
+		if err := cli.WriteOut(outPath, body); err != nil {
 			fmt.Fprintf(stderr, "conform tape diff: write report: %v\n", err)
-			return ExitUnreadable
+			return ExitDiffError
 		}
+	}
+	if format == cli.FormatText {
 		summarize(stdout, rep)
 	} else if _, err := stdout.Write(body); err != nil {
-		return ExitUnreadable
+		return ExitDiffError
 	}
 	switch rep.Status {
 	case fidelity.StatusEqual:
@@ -184,7 +233,7 @@ func diff(args []string, stdout, stderr io.Writer) int {
 	case fidelity.StatusDiverged:
 		return ExitDiverged
 	}
-	return ExitUnreadable
+	return ExitDiffError
 }
 
 // summaryLines bounds the divergences printed next to a report file; the
@@ -202,39 +251,153 @@ func summarize(w io.Writer, rep *fidelity.Report) {
 	}
 }
 
+// Verdicts of validate, per tape.
+const (
+	VerdictValid      = "valid"
+	VerdictInvalid    = "invalid"
+	VerdictUnreadable = "unreadable"
+)
+
+// validated is one tape's entry in validate's result document.
+type validated struct {
+	File     string    `json:"file"`
+	Valid    bool      `json:"valid"`
+	Verdict  string    `json:"verdict"`
+	Version  int64     `json:"version,omitempty"`
+	Records  int       `json:"records"`
+	Payloads int       `json:"payloads"` // distinct spilled payloads checked
+	Findings []finding `json:"findings"`
+	Dropped  int       `json:"dropped,omitempty"`
+	// Error is why the tape could not be read to its end.
+	Error *finding `json:"error,omitempty"`
+}
+
+type finding struct {
+	Severity string `json:"severity"` // error or warning
+	Code     string `json:"code"`
+	Line     int    `json:"line,omitempty"`
+	Seq      *int64 `json:"seq,omitempty"`
+	Message  string `json:"message"`
+}
+
+type validation struct {
+	Valid bool        `json:"valid"`
+	Tapes []validated `json:"tapes"`
+}
+
+// unreadable reports whether a reading error means the tool could not
+// judge the tape (exit 2) rather than that the tape is not a valid one
+// (exit 1): the file system refused, the version is newer than this
+// checker, or a line is beyond the reader's bound.
+func unreadable(err error) bool {
+	var te *tape.Error
+	if !errors.As(err, &te) {
+		return true
+	}
+	switch te.Code {
+	case tape.CodeIO, tape.CodeVersionUnsupported, tape.CodeLineTooLong:
+		return true
+	}
+	return false
+}
+
 func validate(args []string, stdout, stderr io.Writer) int {
-	pos, _, err := flags(args, nil)
+	pos, opts, err := flags(args, map[string]bool{"format": true, "out": true})
 	if err == errHelp {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
+	bad := func(problem string) int { return usage(stderr, "validate: "+problem, ExitError) }
 	if err != nil {
-		return usage(stderr, "validate: "+err.Error())
+		return bad(err.Error())
 	}
 	if len(pos) == 0 {
-		return usage(stderr, "validate: want at least one tape file")
+		return bad("want at least one tape file")
 	}
+	format := cli.FormatText
+	if f, ok := opts["format"]; ok {
+		if err := cli.CheckFormat(f); err != nil {
+			return bad(err.Error())
+		}
+		format = f
+	}
+	outPath, toFile := opts["out"]
+	if toFile && outPath == "" {
+		return bad("--out needs a file name")
+	}
+	text := io.Discard
+	if format == cli.FormatText {
+		text = stdout
+	}
+	res := validation{Valid: true, Tapes: []validated{}}
 	code := ExitOK
 	for _, p := range pos {
+		v := validated{File: p, Valid: true, Verdict: VerdictValid, Findings: []finding{}}
 		rep, err := tape.Validate(p)
 		if rep != nil {
+			v.Version, v.Records, v.Payloads, v.Dropped = rep.Header.Version, rep.Records, rep.Payloads, rep.Dropped
 			for _, f := range rep.Findings {
-				fmt.Fprintf(stdout, "%s: %s\n", p, f)
+				fmt.Fprintf(text, "%s: %s\n", p, f)
+				v.Findings = append(v.Findings, toFinding(f))
 			}
 			if rep.Dropped > 0 {
-				fmt.Fprintf(stdout, "%s: %d more findings not shown\n", p, rep.Dropped)
+				fmt.Fprintf(text, "%s: %d more findings not shown\n", p, rep.Dropped)
 			}
 		}
 		switch {
+		case err != nil && unreadable(err):
+			fmt.Fprintf(text, "%s: unreadable: %v\n", p, err)
+			v.Verdict, v.Error = VerdictUnreadable, errFinding(err)
+			code = ExitError
 		case err != nil:
-			fmt.Fprintf(stdout, "%s: unreadable: %v\n", p, err)
-			code = ExitUnreadable
+			fmt.Fprintf(text, "%s: invalid: %v\n", p, err)
+			v.Verdict, v.Error = VerdictInvalid, errFinding(err)
+			code = max(code, ExitInvalid)
 		case !rep.Valid():
-			fmt.Fprintf(stdout, "%s: invalid (%d records, %d spilled payloads checked)\n", p, rep.Records, rep.Payloads)
-			code = ExitUnreadable
+			fmt.Fprintf(text, "%s: invalid (%d records, %d spilled payloads checked)\n", p, rep.Records, rep.Payloads)
+			v.Verdict = VerdictInvalid
+			code = max(code, ExitInvalid)
 		default:
-			fmt.Fprintf(stdout, "%s: valid (version %d, %d records, %d spilled payloads checked)\n", p, rep.Header.Version, rep.Records, rep.Payloads)
+			fmt.Fprintf(text, "%s: valid (version %d, %d records, %d spilled payloads checked)\n", p, rep.Header.Version, rep.Records, rep.Payloads)
+		}
+		v.Valid = v.Verdict == VerdictValid
+		res.Valid = res.Valid && v.Valid
+		res.Tapes = append(res.Tapes, v)
+	}
+	body, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "conform tape validate: encode result: %v\n", err)
+		return ExitError
+	}
+	body = append(body, '\n')
+	if toFile {
+		if err := cli.WriteOut(outPath, body); err != nil {
+			fmt.Fprintf(stderr, "conform tape validate: %v\n", err)
+			return ExitError
 		}
 	}
+	if format == cli.FormatJSON {
+		stdout.Write(body)
+	}
 	return code
+}
+
+func toFinding(f tape.Finding) finding {
+	out := finding{Severity: "error", Code: string(f.Code), Line: f.Line, Message: f.Msg}
+	if f.Warning {
+		out.Severity = "warning"
+	}
+	if f.Line > 0 {
+		seq := f.Seq
+		out.Seq = &seq
+	}
+	return out
+}
+
+func errFinding(err error) *finding {
+	var te *tape.Error
+	if errors.As(err, &te) {
+		return &finding{Severity: "error", Code: string(te.Code), Line: te.Line, Message: te.Msg}
+	}
+	return &finding{Severity: "error", Code: string(tape.CodeIO), Message: err.Error()}
 }

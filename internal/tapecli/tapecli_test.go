@@ -81,10 +81,41 @@ func TestDiffGolden(t *testing.T) {
 	}
 }
 
+// --out FILE (and its deprecated spelling --report) writes the report to
+// FILE and a summary to stdout; --format picks stdout's form either way.
+func TestDiffOutFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fidelity.json")
+	for _, flag := range []string{"--out", "--report"} {
+		os.Remove(p)
+		code, out, errOut := run("diff", "--mode=outcome", tp("all-kinds"), flag, p, tp("outcome-changed"))
+		if code != ExitDiverged || !strings.Contains(out, "outcome: 3 divergence(s)") {
+			t.Errorf("%s: exit %d, want %d; stdout %s", flag, code, ExitDiverged, out)
+		}
+		if deprecated := strings.Contains(errOut, "--report is deprecated; use --out"); deprecated != (flag == "--report") {
+			t.Errorf("%s: stderr %q", flag, errOut)
+		}
+		if b, err := os.ReadFile(p); err != nil {
+			t.Errorf("%s: %v", flag, err)
+		} else {
+			checkReport(t, b)
+		}
+	}
+	code, out, _ := run("diff", "--mode=outcome", "--format", "json", "--out", p, tp("all-kinds"), tp("outcome-changed"))
+	b, _ := os.ReadFile(p)
+	if code != ExitDiverged || out != string(b) {
+		t.Errorf("--format json --out: exit %d, stdout is not the report file:\n%s", code, out)
+	}
+	code, out, _ = run("diff", "--mode=outcome", "--format", "text", tp("all-kinds"), tp("all-kinds"))
+	if code != ExitOK || strings.HasPrefix(out, "{") || !strings.Contains(out, "all-kinds") {
+		t.Errorf("--format text: exit %d, stdout %q; want a summary", code, out)
+	}
+}
+
 func TestDiffReportFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "fidelity.json")
-	code, out, _ := run("diff", "--mode=outcome", tp("all-kinds"), "--report", p, tp("outcome-changed"))
+	code, out, _ := run("diff", "--mode=outcome", tp("all-kinds"), "--out", p, tp("outcome-changed"))
 	if code != ExitDiverged {
 		t.Fatalf("exit %d, want %d; stdout %s", code, ExitDiverged, out)
 	}
@@ -119,8 +150,8 @@ func TestDiffUnreadable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run("diff", tt.a, tt.b)
-			if code != ExitUnreadable {
-				t.Errorf("exit %d, want %d", code, ExitUnreadable)
+			if code != ExitDiffError {
+				t.Errorf("exit %d, want %d", code, ExitDiffError)
 			}
 			if !strings.Contains(errOut, tt.stderr) {
 				t.Errorf("stderr %q does not contain %q", errOut, tt.stderr)
@@ -154,12 +185,15 @@ func TestValidate(t *testing.T) {
 	}{
 		{[]string{tp("all-kinds")}, ExitOK, []string{"valid (version 1, 15 records, 3 spilled payloads checked)"}},
 		{[]string{tp("unknown-kind")}, ExitOK, []string{"warning: unknown_kind: line 3 (seq 1)", "valid"}},
-		{[]string{tp("cas-missing")}, ExitUnreadable, []string{"error: cas_missing: line 2 (seq 0)", "invalid"}},
-		{[]string{tp("cas-corrupt")}, ExitUnreadable, []string{"error: cas_corrupt", "bytes hash to"}},
-		{[]string{tp("inline-hash-mismatch")}, ExitUnreadable, []string{"inline_hash_mismatch"}},
-		{[]string{tp("newer-version")}, ExitUnreadable, []string{"unreadable", "version_unsupported"}},
-		{[]string{tp("torn-line")}, ExitUnreadable, []string{"unreadable", "torn_line"}},
-		{[]string{tp("all-kinds"), tp("torn-line")}, ExitUnreadable, []string{"all-kinds/run.tape: valid", "torn-line/run.tape: unreadable"}},
+		{[]string{tp("cas-missing")}, ExitInvalid, []string{"error: cas_missing: line 2 (seq 0)", "invalid"}},
+		{[]string{tp("cas-corrupt")}, ExitInvalid, []string{"error: cas_corrupt", "bytes hash to"}},
+		{[]string{tp("inline-hash-mismatch")}, ExitInvalid, []string{"inline_hash_mismatch"}},
+		{[]string{tp("torn-line")}, ExitInvalid, []string{"invalid: ", "torn_line"}},
+		{[]string{tp("newer-version")}, ExitError, []string{"unreadable", "version_unsupported"}},
+		{[]string{tp("no-such-tape")}, ExitError, []string{"unreadable", "io_error"}},
+		{[]string{tp("all-kinds"), tp("torn-line")}, ExitInvalid, []string{"all-kinds/run.tape: valid", "torn-line/run.tape: invalid"}},
+		// 2 (could not decide) wins over 1 (invalid).
+		{[]string{tp("newer-version"), tp("torn-line")}, ExitError, []string{"newer-version/run.tape: unreadable", "torn-line/run.tape: invalid"}},
 	}
 	for _, tt := range tests {
 		code, out, _ := run(append([]string{"validate"}, tt.files...)...)
@@ -174,23 +208,83 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+func TestValidateJSONAndOut(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "validate.json")
+	code, out, _ := run("validate", "--format", "json", tp("unknown-kind"), tp("cas-missing"), "--out", res, tp("newer-version"))
+	if code != ExitError {
+		t.Errorf("exit %d, want %d", code, ExitError)
+	}
+	b, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != out {
+		t.Errorf("--out file and --format json output differ:\n%s\n---\n%s", b, out)
+	}
+	var doc struct {
+		Valid bool `json:"valid"`
+		Tapes []struct {
+			File     string `json:"file"`
+			Valid    bool   `json:"valid"`
+			Verdict  string `json:"verdict"`
+			Records  int    `json:"records"`
+			Findings []struct {
+				Severity, Code string
+				Line           int
+				Seq            *int64
+			} `json:"findings"`
+			Error *struct{ Code string } `json:"error"`
+		} `json:"tapes"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Valid || len(doc.Tapes) != 3 {
+		t.Fatalf("result %+v", doc)
+	}
+	uk, cm, nv := doc.Tapes[0], doc.Tapes[1], doc.Tapes[2]
+	if !uk.Valid || uk.Verdict != VerdictValid || len(uk.Findings) != 1 || uk.Findings[0].Severity != "warning" || uk.Findings[0].Code != "unknown_kind" || uk.Findings[0].Seq == nil {
+		t.Errorf("unknown-kind: %+v", uk)
+	}
+	if cm.Valid || cm.Verdict != VerdictInvalid || len(cm.Findings) == 0 || cm.Findings[0].Code != "cas_missing" {
+		t.Errorf("cas-missing: %+v", cm)
+	}
+	if nv.Valid || nv.Verdict != VerdictUnreadable || nv.Error == nil || nv.Error.Code != "version_unsupported" {
+		t.Errorf("newer-version: %+v", nv)
+	}
+	// --out alone: the document in the file, the text on stdout.
+	code, out, _ = run("validate", "--out", res, tp("all-kinds"))
+	if code != ExitOK || !strings.Contains(out, "valid (version 1") {
+		t.Errorf("validate --out: exit %d, stdout %q", code, out)
+	}
+	if b, _ := os.ReadFile(res); !strings.Contains(string(b), `"verdict": "valid"`) {
+		t.Errorf("--out file: %s", b)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	tests := []struct {
 		args []string
 		code int
 		want string
 	}{
-		{nil, ExitUsage, "missing command"},
-		{[]string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
-		{[]string{"diff", tp("all-kinds")}, ExitUsage, "got 1 tape arguments, want 2"},
-		{[]string{"diff", "a", "b", "c"}, ExitUsage, "got 3 tape arguments"},
-		{[]string{"diff", "a", "b", "--mode", "fuzzy"}, ExitUsage, `unknown mode "fuzzy"`},
-		{[]string{"diff", "a", "b", "--mode"}, ExitUsage, "--mode needs a value"},
-		{[]string{"diff", "a", "b", "--mode", "semantic", "--mode", "outcome"}, ExitUsage, "given twice"},
-		{[]string{"diff", "a", "b", "--colour"}, ExitUsage, `unknown option "--colour"`},
-		{[]string{"diff", "a", "b", "--max-divergences", "0"}, ExitUsage, "positive integer"},
-		{[]string{"diff", "a", "b", "--report="}, ExitUsage, "--report needs a file name"},
-		{[]string{"validate"}, ExitUsage, "at least one tape"},
+		{nil, ExitError, "missing command"},
+		{[]string{"frobnicate"}, ExitError, `unknown command "frobnicate"`},
+		{[]string{"diff", tp("all-kinds")}, ExitDiffError, "got 1 tape arguments, want 2"},
+		{[]string{"diff", "a", "b", "c"}, ExitDiffError, "got 3 tape arguments"},
+		{[]string{"diff", "a", "b", "--mode", "fuzzy"}, ExitDiffError, `unknown mode "fuzzy"`},
+		{[]string{"diff", "a", "b", "--mode"}, ExitDiffError, "--mode needs a value"},
+		{[]string{"diff", "a", "b", "--mode", "semantic", "--mode", "outcome"}, ExitDiffError, "given twice"},
+		{[]string{"diff", "a", "b", "--colour"}, ExitDiffError, `unknown option "--colour"`},
+		{[]string{"diff", "a", "b", "--max-divergences", "0"}, ExitDiffError, "positive integer"},
+		{[]string{"diff", "a", "b", "--out="}, ExitDiffError, "--out needs a file name"},
+		{[]string{"diff", "a", "b", "--report="}, ExitDiffError, "--out needs a file name"},
+		{[]string{"diff", "a", "b", "--report", "x", "--out", "y"}, ExitDiffError, "not both --out and --report"},
+		{[]string{"diff", "a", "b", "--format", "yaml"}, ExitDiffError, `--format "yaml"`},
+		{[]string{"validate"}, ExitError, "at least one tape"},
+		{[]string{"validate", "--format", "xml", "a"}, ExitError, `--format "xml"`},
+		{[]string{"validate", "--mode", "semantic", "a"}, ExitError, `unknown option "--mode"`},
 	}
 	for _, tt := range tests {
 		code, _, errOut := run(tt.args...)
@@ -198,17 +292,18 @@ func TestUsage(t *testing.T) {
 			t.Errorf("Main(%q) = %d, stderr %q; want %d, a line containing %q and the usage", tt.args, code, errOut, tt.code, tt.want)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"--help"}, {"diff", "-h"}} {
-		code, out, _ := run(args...)
-		if code != ExitOK || !strings.Contains(out, "exit status:") {
-			t.Errorf("Main(%q) = %d, stdout %q; want 0 and the usage", args, code, out)
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"diff", "-h"}, {"diff", "--help"}, {"diff", "help"}, {"diff", "a", "b", "-h"},
+		{"validate", "-h"}, {"validate", "--help"}, {"validate", "help"}} {
+		code, out, errOut := run(args...)
+		if code != ExitOK || !strings.Contains(out, "exit status of diff") || !strings.Contains(out, "exit status of validate") || errOut != "" {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 0 and the usage on stdout", args, code, out, errOut)
 		}
 	}
 }
 
 func TestPhaseAwareRefusesPipes(t *testing.T) {
 	code, _, errOut := run("diff", tp("all-kinds"), os.DevNull, "--mode", "phase-aware")
-	if code != ExitUnreadable || !strings.Contains(errOut, "not a regular file") {
-		t.Errorf("diff against %s: exit %d, stderr %q; want %d and a line saying it is not a regular file", os.DevNull, code, errOut, ExitUnreadable)
+	if code != ExitDiffError || !strings.Contains(errOut, "not a regular file") {
+		t.Errorf("diff against %s: exit %d, stderr %q; want %d and a line saying it is not a regular file", os.DevNull, code, errOut, ExitDiffError)
 	}
 }
