@@ -61,6 +61,10 @@ type Counts struct {
 	Unverified int `json:"unverified"`
 	Skip       int `json:"skip"`
 	Error      int `json:"error"`
+	// Expected counts the requirements a baseline expects (they are also
+	// counted under their real verdict); Stale the listed ones that passed.
+	Expected int `json:"expected,omitempty"`
+	Stale    int `json:"stale,omitempty"`
 }
 
 func (c *Counts) add(v Verdict) {
@@ -105,7 +109,35 @@ type Report struct {
 	// request no OpenAPI operation matches, not a registered negative
 	// probe): never a verdict on the target.
 	SuiteDefects []string `json:"suite_defects"`
-	ExitCode     int      `json:"exit_code"`
+	// Baseline is what a known-failures file did to this run (nil when the
+	// run had none): see ApplyBaseline.
+	Baseline *BaselineResult `json:"baseline,omitempty"`
+	// Stopped says why the run ended before its specs could decide
+	// (a preflight problem: a user's mistake or a target not up; or the
+	// target stopped answering mid-run). Such a run exits 2.
+	Stopped  *Stopped `json:"stopped,omitempty"`
+	ExitCode int      `json:"exit_code"`
+}
+
+// Stopped is why a run could not decide.
+type Stopped struct {
+	Stage   string `json:"stage"` // out, reach, discovery, credential, or target_stopped
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// BaselineResult records a baseline's effect on a run.
+type BaselineResult struct {
+	File    string `json:"file"`
+	Entries int    `json:"entries"`
+	// Expected: listed, and failed, stayed unverified or warned; they do
+	// not block their level.
+	Expected []string `json:"expected"`
+	// Stale: listed, and passed; each fails the run until it is removed.
+	Stale []string `json:"stale"`
+	// NotChecked: listed, but not judged in this run (not applicable, a
+	// level not run, or a suite error); neither expected nor stale.
+	NotChecked []string `json:"not_checked"`
 }
 
 // Tool names this program.
@@ -146,6 +178,12 @@ type ReqResult struct {
 	DurationMS float64    `json:"duration_ms"`
 	Specs      []string   `json:"specs"`
 	Evidence   []Evidence `json:"evidence,omitempty"`
+	// Expected: a baseline lists this requirement and it failed, stayed
+	// unverified or warned; its verdict is kept, but it does not block its
+	// level. Stale: a baseline lists it and it passed.
+	Expected       bool   `json:"expected,omitempty"`
+	Stale          bool   `json:"stale,omitempty"`
+	BaselineReason string `json:"baseline_reason,omitempty"`
 }
 
 // Evidence ties a non-passing requirement to the spec that saw it.

@@ -47,6 +47,8 @@ type Client struct {
 	hc   *http.Client
 	rec  *Recorder
 	obs  Observer
+	// health is shared by every copy of the client.
+	health *Health
 }
 
 // New validates the options and builds a client.
@@ -78,7 +80,7 @@ func New(opts Options) (*Client, error) {
 		// REST exchanges get a per-request context deadline instead.
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Client{opts: opts, base: u, hc: hc}, nil
+	return &Client{opts: opts, base: u, hc: hc, health: &Health{}}, nil
 }
 
 func loadRoots(path string) (*x509.CertPool, error) {
@@ -406,12 +408,19 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		return nil, err
 	}
 	start := time.Now()
+	if err := c.health.check(); err != nil {
+		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: err}
+		c.rec.add(c.exchange("http", hr, body, nil, nil, false, start, terr))
+		return nil, terr
+	}
 	hresp, err := c.hc.Do(hr)
 	if err != nil {
+		c.health.unanswered(ctx, err)
 		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: scrubErr(c.Redactor(), err)}
 		c.rec.add(c.exchange("http", hr, body, nil, nil, false, start, terr))
 		return nil, terr
 	}
+	c.health.answered()
 	defer hresp.Body.Close()
 	b, truncated, rerr := readBounded(hresp.Body, c.opts.MaxBodyBytes)
 	resp := &Response{Method: hr.Method, URL: hr.URL.String(), Status: hresp.StatusCode, Header: hresp.Header,
@@ -454,40 +463,12 @@ func readBounded(r io.Reader, limit int64) ([]byte, bool, error) {
 	return b, false, err
 }
 
-// Curl renders a shell command that reproduces the request, with the key
-// read from $CONFORM_API_KEY instead of printed.
+// Curl renders a shell command that reproduces the request as it would be
+// sent, with the configured key read from $CONFORM_API_KEY (see curl).
 func (c *Client) Curl(req Request) string {
 	hr, body, err := c.build(context.Background(), req)
 	if err != nil {
 		return ""
 	}
-	return curl(c.Redactor(), hr.Method, hr.URL.String(), hr.Header, body)
+	return curl(c.Redactor(), c.opts.APIKey, hr.Method, hr.URL.String(), hr.Header, body)
 }
-
-func curl(r *redact.Redactor, method, u string, h http.Header, body []byte) string {
-	var b strings.Builder
-	b.WriteString("curl -sS -i")
-	if method != http.MethodGet {
-		b.WriteString(" -X " + method)
-	}
-	b.WriteString(" " + shellQuote(r.String(u)))
-	for _, k := range sortedKeys(h) {
-		if k == "User-Agent" || k == "Accept" {
-			continue
-		}
-		for _, v := range h[k] {
-			if k == "Authorization" {
-				scheme, _, _ := strings.Cut(v, " ")
-				b.WriteString(` -H "Authorization: ` + scheme + ` $CONFORM_API_KEY"`)
-				continue
-			}
-			b.WriteString(" -H " + shellQuote(k+": "+r.String(v)))
-		}
-	}
-	if body != nil {
-		b.WriteString(" --data-binary " + shellQuote(r.String(string(body))))
-	}
-	return b.String()
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

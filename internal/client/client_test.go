@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,5 +216,62 @@ func TestSegKeepsHostileIDsInOneSegment(t *testing.T) {
 	c.Do(context.Background(), Request{Path: "/v1/tasks/task_01J"})
 	if got != "/base/v1/tasks/task_01J" {
 		t.Errorf("server saw %q for a plain id", got)
+	}
+}
+
+// A target that stops answering is taken for gone after StoppedAfter
+// exchanges in a row with no answer; later exchanges fail at once with
+// ErrTargetStopped; an answer in between resets the count; a caller that
+// cancels its own wait is not counted.
+func TestHealthStopsAfterUnansweredInARow(t *testing.T) {
+	var hang atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer func() { close(release); srv.CloseClientConnections(); srv.Close() }()
+	c, err := New(Options{BaseURL: srv.URL, Timeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	hang.Store(true)
+	for i := 0; i < StoppedAfter-1; i++ {
+		if _, err := c.Do(ctx, Request{Path: "/v1"}); err == nil {
+			t.Fatal("a hung exchange answered")
+		}
+	}
+	// A caller cancelling its own wait says nothing about the target.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	c.Do(cctx, Request{Path: "/v1"})
+	hang.Store(false)
+	// Answered exchanges get a generous bound (a hung one fails whatever
+	// its bound: the server never answers it).
+	if _, err := c.Do(ctx, Request{Path: "/v1", Timeout: time.Minute}); err != nil {
+		t.Fatalf("an answer after %d misses: %v", StoppedAfter-1, err)
+	}
+	hang.Store(true)
+	for i := 0; i < StoppedAfter; i++ {
+		c.Do(ctx, Request{Path: "/v1"})
+	}
+	if c.Health().Stopped() == "" {
+		t.Fatalf("%d unanswered exchanges in a row did not stop the target", StoppedAfter)
+	}
+	hang.Store(false)
+	_, err = c.WithRecorder(NewRecorder()).Do(ctx, Request{Path: "/v1", Timeout: time.Minute})
+	if !errors.Is(err, ErrTargetStopped) {
+		t.Fatalf("after the stop: %v, want ErrTargetStopped (and shared by copies)", err)
+	}
+	var te *TransportError
+	if !errors.As(err, &te) {
+		t.Fatalf("the stop is not a transport error: %T", err)
 	}
 }

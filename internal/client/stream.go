@@ -56,13 +56,21 @@ func (c *Client) Stream(ctx context.Context, req Request) (*Stream, error) {
 	}
 	hr.Header.Set("Accept", "text/event-stream")
 	start := time.Now()
+	if err := c.health.check(); err != nil {
+		cancel()
+		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: err}
+		c.rec.add(c.exchange("sse", hr, body, nil, nil, false, start, terr))
+		return nil, terr
+	}
 	hresp, err := c.hc.Do(hr)
 	if err != nil {
+		c.health.unanswered(ctx, err)
 		cancel()
 		terr := &TransportError{Method: hr.Method, URL: c.Redactor().String(hr.URL.String()), Err: scrubErr(c.Redactor(), err)}
 		c.rec.add(c.exchange("sse", hr, body, nil, nil, false, start, terr))
 		return nil, terr
 	}
+	c.health.answered()
 	resp := &Response{Method: hr.Method, URL: hr.URL.String(), Status: hresp.StatusCode, Header: hresp.Header, Duration: time.Since(start)}
 	s := &Stream{Response: resp, cancel: cancel, body: hresp.Body, rec: c.rec, start: start, frames: make(chan frameOrErr, 64)}
 	if hresp.StatusCode != http.StatusOK || !IsEventStream(hresp.Header.Get("Content-Type")) {

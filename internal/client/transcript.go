@@ -122,7 +122,7 @@ func (c *Client) exchange(kind string, hr *http.Request, reqBody []byte, hresp *
 		RequestHeader: red.Header(hr.Header),
 		Started:       start.UTC(),
 		DurationMS:    float64(time.Since(start).Microseconds()) / 1000,
-		Curl:          curl(red, hr.Method, hr.URL.String(), hr.Header, reqBody),
+		Curl:          curl(red, c.opts.APIKey, hr.Method, hr.URL.String(), hr.Header, reqBody),
 	}
 	if reqBody != nil {
 		e.RequestBody = bound(red.String(string(reqBody)), maxBodyInReport)

@@ -23,7 +23,16 @@ func (c *Client) DialWS(ctx context.Context, req Request) (*ws.Conn, *http.Respo
 	h.Del("Accept")
 	h.Del("Content-Type")
 	start := time.Now()
+	if err := c.health.check(); err != nil {
+		c.rec.add(c.exchange("websocket", hr, nil, nil, nil, false, start, err))
+		return nil, nil, &TransportError{Method: "GET", URL: c.Redactor().String(u), Err: err}
+	}
 	conn, resp, err := ws.Dial(ctx, u, ws.Options{Header: h, MaxMessageBytes: c.opts.MaxBodyBytes, HTTPClient: c.hc})
+	if resp != nil {
+		c.health.answered()
+	} else if err != nil {
+		c.health.unanswered(ctx, err)
+	}
 	e := c.exchange("websocket", hr, nil, resp, nil, false, start, err)
 	c.rec.add(e)
 	c.observe("websocket", req, hr, nil, resp, nil, false)

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/evidence"
+	"github.com/harn-conform/conform/internal/preflight"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/target"
@@ -72,14 +71,38 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if cfg.Target == "" {
 		return ExitEngine, errors.New("no target: give --target URL, or use `conform selftest` for the built-in reference Harness")
 	}
-	octx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Request)
-	env, err := target.Open(octx, cfg)
-	cancel()
+	console := opts.Console
+	if console == nil {
+		console = io.Discard
+	}
+	// Before any spec: a report directory we can write, a target that
+	// answers, is a Harness at this URL and takes the key. Each failure is
+	// the user's to fix (or a target not up yet), never a verdict.
+	if p := preflight.Out(cfg.Out); p != nil {
+		return ExitEngine, p
+	}
+	env, err := target.New(cfg)
 	if err != nil {
 		return ExitEngine, err
 	}
 	if opts.Restart != nil {
 		env.Restart = opts.Restart
+	}
+	started := time.Now()
+	if cfg.WaitForTarget > 0 {
+		fmt.Fprintf(console, "conform: waiting up to %s for %s to answer discovery\n", cfg.WaitForTarget, env.Redactor.String(cfg.Target))
+	}
+	resp, p := preflight.Reach(ctx, env.Client, cfg.WaitForTarget)
+	if p == nil {
+		env.UseDiscovery(resp)
+		p = preflight.Discovery(ctx, env.Client, resp, cfg.Target)
+	}
+	if p == nil {
+		p = preflight.Credential(ctx, env.Client, cfg)
+	}
+	if p != nil {
+		p.Message, p.Hint = env.Redactor.String(p.Message), env.Redactor.String(p.Hint)
+		return stopped(opts, env, reg, started, p)
 	}
 	suite.Install(env)
 
@@ -106,10 +129,6 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	// voice of a run.
 	formatter.ColorableStdOut = io.Discard
 
-	console := opts.Console
-	if console == nil {
-		console = io.Discard
-	}
 	fmt.Fprintf(console, "conform %s: target %s, levels %s, seed %d\n", opts.Version, env.Redactor.String(cfg.Target), target.LevelNames(env.Levels), seed)
 	for _, s := range env.Levels {
 		if !s.Run {
@@ -119,9 +138,11 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if env.Discovery.Error != "" {
 		fmt.Fprintf(console, "  discovery failed: %s\n", env.Redactor.String(env.Discovery.Error))
 	}
-	preflight := authPreflight(ctx, env)
-	if preflight != "" {
-		fmt.Fprintf(console, "  warning: %s\n", preflight)
+	filters := narrowing(cfg)
+	narrowed := ""
+	if filters != "" {
+		narrowed = "narrowed run (" + filters + "): the requirements it does not select stay unverified, so its levels are partial at best; gate CI on full runs"
+		fmt.Fprintf(console, "  warning: %s\n", narrowed)
 	}
 
 	var (
@@ -157,15 +178,73 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		return ExitEngine, errors.New("the spec run produced no report (interrupted?)")
 	}
 	rep := reports.Build(reports.Input{
-		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: seed, Notes: notes(env, append(opts.Notes, preflight)),
+		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: seed, Notes: notes(env, opts.Notes),
 	}, captured)
-	if err := reports.WriteAll(cfg.Out, rep); err != nil {
+	if narrowed != "" {
+		rep.Notes = append(rep.Notes, narrowed)
+	}
+	if narrowed != "" && total == 0 {
+		reports.Stop(rep, reports.Stopped{Stage: "filter", Message: "the run checked nothing: " + env.Redactor.String(filters) + " matched no spec",
+			Hint: "`conform list` shows every spec with its labels (req:ID, level:NAME); a label filter such as 'req:CORE-VER-001' selects one requirement"})
+	}
+	if why := env.Client.Health().Stopped(); why != "" {
+		// The target stopped answering mid-run: what was left became
+		// errors at once instead of each waiting out its timeout.
+		reports.Stop(rep, reports.Stopped{Stage: reports.StageTargetStopped,
+			Message: env.Redactor.String(fmt.Sprintf("the target stopped answering: %d exchanges in a row got no answer (last: %s); the specs after that were not run against it", client.StoppedAfter, why)),
+			Hint:    "check the target's logs: did it crash, hang or run out of resources? Rerun when it answers again"})
+	}
+	if err := finish(opts, rep); err != nil {
 		return ExitEngine, err
+	}
+	if rep.Stopped != nil {
+		return rep.ExitCode, &preflight.Problem{Stage: rep.Stopped.Stage, Message: rep.Stopped.Message, Hint: rep.Stopped.Hint}
+	}
+	return rep.ExitCode, nil
+}
+
+// narrowing names the --label-filter and --focus of a narrowed run, or "".
+// A narrowed run leaves what it did not select unverified, so its levels
+// are partial whatever the target does: the reader must be told why.
+func narrowing(cfg config.Config) string {
+	var parts []string
+	if cfg.LabelFilter != "" {
+		parts = append(parts, fmt.Sprintf("--label-filter %q", cfg.LabelFilter))
+	}
+	if len(cfg.Focus) > 0 {
+		parts = append(parts, fmt.Sprintf("--focus %q", strings.Join(cfg.Focus, ",")))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// finish writes the reports and prints the final table.
+func finish(opts Options, rep *reports.Report) error {
+	cfg := opts.Config
+	console := opts.Console
+	if console == nil {
+		console = io.Discard
+	}
+	if err := reports.WriteAll(cfg.Out, rep); err != nil {
+		return err
 	}
 	fmt.Fprintln(console)
 	reports.WriteTable(console, rep)
 	fmt.Fprintf(console, "reports: %s, %s, %s\n", filepath.Join(cfg.Out, reports.JSONFile), filepath.Join(cfg.Out, reports.JUnitFile), filepath.Join(cfg.Out, reports.MarkdownFile))
-	return rep.ExitCode, nil
+	return nil
+}
+
+// stopped ends a run that the preflight stopped: it still writes a report
+// that says why (CI's step summary reads it), and returns the problem for
+// the command to print.
+func stopped(opts Options, env *target.Env, reg *requirements.Registry, started time.Time, p *preflight.Problem) (int, error) {
+	rep := reports.Build(reports.Input{
+		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: opts.Config.Seed, Notes: notes(env, opts.Notes),
+	}, types.Report{StartTime: started, EndTime: time.Now(), RunTime: time.Since(started)})
+	reports.Stop(rep, reports.Stopped{Stage: p.Stage, Message: p.Message, Hint: p.Hint})
+	if err := finish(opts, rep); err != nil {
+		return ExitEngine, fmt.Errorf("%v (and the report could not be written: %v)", p, err)
+	}
+	return ExitEngine, p
 }
 
 func specLevel(sr SpecReport) string {
@@ -194,6 +273,26 @@ func progressWord(sr SpecReport) string {
 		}
 		return "UNVER"
 	case sr.State == types.SpecStateFailed:
+		// As reports.Build judges it: a spec whose every recorded verdict
+		// is an error (a timeout, a broken connection) is an error, never
+		// a failure of the target, in the console as in the report.
+		errs, others := 0, 0
+		for _, e := range sr.ReportEntries {
+			if e.Name != evidence.EntryVerdict {
+				continue
+			}
+			if v, err := evidence.Decode[evidence.Verdict](e); err == nil {
+				switch v.Verdict {
+				case evidence.VerdictError:
+					errs++
+				case evidence.VerdictFail:
+					others++
+				}
+			}
+		}
+		if errs > 0 && others == 0 {
+			return "ERROR"
+		}
 		return "FAIL"
 	default:
 		return "ERROR"
@@ -214,16 +313,3 @@ func notes(env *target.Env, extra []string) []string {
 	return out
 }
 
-// authPreflight makes one authorized read so that a wrong or missing key is
-// named once up front, instead of being guessed from dozens of 401s. It is
-// a hint for the person reading, not a verdict.
-func authPreflight(ctx context.Context, env *target.Env) string {
-	if env.Config.APIKey == "" {
-		return "no API key configured (CONFORM_API_KEY or --api-key-file): authenticated checks will fail"
-	}
-	resp, err := env.Client.Do(ctx, client.Request{Path: "/v1/tasks", Query: url.Values{"limit": {"1"}}})
-	if err == nil && (resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden) {
-		return fmt.Sprintf("the configured API key was refused (GET /v1/tasks → %d): authenticated checks will fail", resp.Status)
-	}
-	return ""
-}

@@ -104,9 +104,9 @@ func (e *UnreachableError) Error() string {
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// Open builds the client, reads discovery and selects levels. Its error is
-// either a configuration problem or an *UnreachableError.
-func Open(ctx context.Context, cfg config.Config) (*Env, error) {
+// New builds the client and the run's identity without speaking to the
+// target. Its error is a configuration problem.
+func New(cfg config.Config) (*Env, error) {
 	red := redact.New(cfg.Secrets()...)
 	c, err := client.New(client.Options{
 		BaseURL: cfg.Target, APIKey: cfg.APIKey, ProtocolVersion: cfg.ProtocolVersion,
@@ -119,16 +119,32 @@ func Open(ctx context.Context, cfg config.Config) (*Env, error) {
 	if cfg.RestartCmd != "" {
 		env.Restart = CommandRestart(cfg.RestartCmd, cfg.Timeouts.Restart)
 	}
-	resp, err := c.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
+	env.Levels = selectLevels(cfg.Levels, env.Discovery)
+	return env, nil
+}
+
+// UseDiscovery records what GET /v1 answered and selects the levels by it.
+func (e *Env) UseDiscovery(resp *client.Response) {
+	e.Discovery = parseDiscovery(resp)
+	e.Levels = selectLevels(e.Config.Levels, e.Discovery)
+}
+
+// Open builds the client, reads discovery and selects levels. Its error is
+// either a configuration problem or an *UnreachableError.
+func Open(ctx context.Context, cfg config.Config) (*Env, error) {
+	env, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := env.Client.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
 	if err != nil {
 		var te *client.TransportError
 		if errors.As(err, &te) {
-			return nil, &UnreachableError{Target: red.String(cfg.Target), Err: te.Err}
+			return nil, &UnreachableError{Target: env.Redactor.String(cfg.Target), Err: te.Err}
 		}
 		return nil, err
 	}
-	env.Discovery = parseDiscovery(resp)
-	env.Levels = selectLevels(cfg.Levels, env.Discovery)
+	env.UseDiscovery(resp)
 	return env, nil
 }
 
