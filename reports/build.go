@@ -146,7 +146,7 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 	o := specOutcome{
 		res: SpecResult{
 			Name:       sr.FullText(),
-			Location:   sr.LeafNodeLocation.String(),
+			Location:   Location(sr.LeafNodeLocation),
 			DurationMS: ms(sr.RunTime),
 		},
 		reqs: map[string]Evidence{},
@@ -237,10 +237,14 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 		case Unverified:
 			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: msg, Remedy: o.res.Remedy}
 		case Fail:
-			if len(recorded) > 0 {
-				// Another requirement's check stopped the spec first: this
-				// one was never looked at.
-				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: "not reached: an earlier check of this spec failed",
+			if sr.Failure.FailureNodeType == types.NodeTypeAfterEach {
+				// The spec ran to its end and failed on other requirements'
+				// checks (or the traffic oracle's): this one held.
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Pass}
+			} else if len(recorded) > 0 {
+				// A failure stopped the spec before this one was checked
+				// (the suite records these itself; this covers any other stop).
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: "not checked: blocked by the failure of " + failedReqs(recorded) + " in this spec",
 					Remedy: "fix the failures reported for this spec's other requirements"}
 			} else {
 				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: curlFor(o, msg)}
@@ -273,13 +277,31 @@ func curlFor(o specOutcome, msg string) string {
 	return o.curl
 }
 
-func allErrors(vs []evidence.Verdict) bool {
+// failedReqs names the requirements whose checks failed in a spec.
+func failedReqs(vs []evidence.Verdict) string {
+	var ids []string
 	for _, v := range vs {
-		if v.Verdict != evidence.VerdictError {
-			return false
+		if (v.Verdict == evidence.VerdictFail || v.Verdict == evidence.VerdictError) && !slices.Contains(ids, v.Req) {
+			ids = append(ids, v.Req)
 		}
 	}
-	return true
+	if len(ids) == 0 {
+		return "an earlier check"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func allErrors(vs []evidence.Verdict) bool {
+	errs := 0
+	for _, v := range vs {
+		switch v.Verdict {
+		case evidence.VerdictFail:
+			return false
+		case evidence.VerdictError:
+			errs++
+		}
+	}
+	return errs > 0
 }
 
 // rollUpRequirements gives every registry entry a verdict: the most severe
@@ -341,19 +363,29 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 	return out
 }
 
+// rollUpLevels gives every level its status from its requirements.
+func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
+	return levelsOf(in.Env.Levels, reqs, func(id string) bool {
+		r, _ := in.Registry.Lookup(id)
+		return r.Observable
+	})
+}
+
 // blocksConformance says whether an unverified requirement keeps its level
 // from "conformant": an unverified MUST that a client could observe does; a
 // SHOULD, a MAY or an unobservable statement does not.
-func blocksConformance(in Input, q ReqResult) bool {
-	r, _ := in.Registry.Lookup(q.ID)
-	return requirements.Keyword(q.Keyword).Mandatory() && r.Observable
+func blocksConformance(q ReqResult, observable func(id string) bool) bool {
+	return requirements.Keyword(q.Keyword).Mandatory() && observable(q.ID)
 }
 
-func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
+// levelsOf computes each selected level's status. A requirement a baseline
+// expects (ReqResult.Expected) is counted under its verdict and as
+// expected, but blocks nothing.
+func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id string) bool) []LevelResult {
 	var out []LevelResult
-	for _, sel := range in.Env.Levels {
+	for _, sel := range sels {
 		lr := LevelResult{Selection: sel}
-		var failed, errored, unverified []string
+		var failed, errored, unverified, expected []string
 		remedies := map[string][]string{}
 		var order []string
 		for _, q := range reqs {
@@ -361,14 +393,11 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 				continue
 			}
 			lr.Counts.add(q.Verdict)
+			if q.Stale {
+				lr.Counts.Stale++
+			}
 			mandatory := requirements.Keyword(q.Keyword).Mandatory()
-			switch {
-			case q.Verdict == Fail && mandatory:
-				failed = append(failed, q.ID)
-			case q.Verdict == Error:
-				errored = append(errored, q.ID)
-			case q.Verdict == Unverified && blocksConformance(in, q):
-				unverified = append(unverified, q.ID)
+			if q.Verdict == Unverified && blocksConformance(q, observable) {
 				rm := q.Remedy
 				if rm == "" {
 					rm = "none available yet: the suite cannot verify this requirement against any target (" + q.Message + ")"
@@ -377,6 +406,19 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 					order = append(order, rm)
 				}
 				remedies[rm] = append(remedies[rm], q.ID)
+			}
+			if q.Expected && q.Verdict != Error {
+				lr.Counts.Expected++
+				expected = append(expected, q.ID)
+				continue
+			}
+			switch {
+			case q.Verdict == Fail && mandatory:
+				failed = append(failed, q.ID)
+			case q.Verdict == Error:
+				errored = append(errored, q.ID)
+			case q.Verdict == Unverified && blocksConformance(q, observable):
+				unverified = append(unverified, q.ID)
 			}
 		}
 		switch {
@@ -390,8 +432,13 @@ func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 			lr.Status, lr.Why = Partial, fmt.Sprintf("%d requirement(s) could not be checked (suite or network error): %s", len(errored), list(errored))
 		case len(unverified) > 0:
 			lr.Status, lr.Why = Partial, fmt.Sprintf("%d observable MUST requirement(s) are unverified: %s", len(unverified), list(unverified))
+		case len(expected) > 0:
+			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed or is expected by the baseline"
 		default:
 			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed"
+		}
+		if sel.Run && len(expected) > 0 {
+			lr.Why += fmt.Sprintf("; %d requirement(s) expected by the baseline: %s", len(expected), list(expected))
 		}
 		if sel.Run {
 			for _, rm := range order {

@@ -277,23 +277,37 @@ func find(r *Report, id string) ReqResult {
 // project's schema, and makes sure the canary secret appears nowhere.
 func checkOutputs(t *testing.T, r *Report) {
 	t.Helper()
-	var js, ju, md, tb bytes.Buffer
+	var js, ju, jus, md, tb, ht, bd bytes.Buffer
 	if err := WriteJSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJUnit(&ju, r); err != nil {
+	if err := WriteJUnit(&ju, r, JUnitPerRequirement); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJUnit(&jus, r, JUnitPerSpec); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
+	if err := WriteHTML(&ht, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.Levels {
+		if err := WriteBadge(&bd, l); err != nil {
+			t.Fatal(err)
+		}
+	}
 	WriteTable(&tb, r)
 	ValidateJSON(t, js.Bytes())
-	var x struct{ XMLName xml.Name }
-	if err := xml.Unmarshal(ju.Bytes(), &x); err != nil || x.XMLName.Local != "testsuites" {
-		t.Errorf("junit.xml does not parse: %v", err)
+	for _, b := range [][]byte{ju.Bytes(), jus.Bytes()} {
+		var x struct{ XMLName xml.Name }
+		if err := xml.Unmarshal(b, &x); err != nil || x.XMLName.Local != "testsuites" {
+			t.Errorf("junit.xml does not parse: %v", err)
+		}
 	}
-	for name, b := range map[string][]byte{"json": js.Bytes(), "junit": ju.Bytes(), "markdown": md.Bytes(), "table": tb.Bytes()} {
+	for name, b := range map[string][]byte{"json": js.Bytes(), "junit": ju.Bytes(), "junit-spec": jus.Bytes(), "markdown": md.Bytes(),
+		"table": tb.Bytes(), "html": ht.Bytes(), "badges": bd.Bytes()} {
 		if bytes.Contains(b, []byte(canary)) {
 			t.Errorf("%s output leaks the canary secret", name)
 		}

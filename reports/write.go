@@ -2,14 +2,14 @@ package reports
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 )
 
 // File names inside the report directory.
@@ -17,17 +17,83 @@ const (
 	JSONFile     = "conform.json"
 	JUnitFile    = "junit.xml"
 	MarkdownFile = "summary.md"
+	HTMLFile     = "report.html"
 )
 
-// WriteAll writes the three report files into dir, creating it.
+// BadgeFile is the name of a level's shields.io endpoint badge
+// ("badge-core.json").
+func BadgeFile(level string) string { return "badge-" + level + ".json" }
+
+// Permissions of what WriteAll creates: readable by the CI user that
+// uploads the artifacts, whatever the umask of the temporary files.
+const (
+	FileMode os.FileMode = 0o644
+	DirMode  os.FileMode = 0o755
+)
+
+// JUnit granularities (the values of config.JUnit).
+const (
+	JUnitPerRequirement = "requirement" // one testcase per requirement (default)
+	JUnitPerSpec        = "spec"        // one testcase per Ginkgo spec
+)
+
+// WriteOptions say how WriteAllWith renders the report files.
+type WriteOptions struct {
+	// JUnit is the testcase granularity of junit.xml: JUnitPerRequirement
+	// (also for "") or JUnitPerSpec.
+	JUnit string
+}
+
+// Files lists the names WriteAll writes into the report directory for r.
+func Files(r *Report) []string {
+	names := []string{JSONFile, JUnitFile, MarkdownFile, HTMLFile}
+	for _, l := range r.Levels {
+		names = append(names, BadgeFile(string(l.Level)))
+	}
+	return names
+}
+
+// WriteAll writes every report file into dir, creating it, with the junit
+// granularity the run was configured with (the report's config "junit").
 func WriteAll(dir string, r *Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return WriteAllWith(dir, r, WriteOptions{JUnit: r.Config["junit"]})
+}
+
+// WriteAllWith writes conform.json, junit.xml, summary.md, report.html and
+// one badge-LEVEL.json per level into dir (created 0755 when missing), each
+// file 0644 and replaced atomically.
+func WriteAllWith(dir string, r *Report, opts WriteOptions) error {
+	if opts.JUnit != "" && opts.JUnit != JUnitPerRequirement && opts.JUnit != JUnitPerSpec {
+		return fmt.Errorf("junit granularity %q: want %s or %s", opts.JUnit, JUnitPerRequirement, JUnitPerSpec)
+	}
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, DirMode); err != nil {
+			return fmt.Errorf("report directory: %w", err)
+		}
+		// MkdirAll's mode is cut by the umask; the report directory itself
+		// is meant to be readable.
+		if err := os.Chmod(dir, DirMode); err != nil {
+			return fmt.Errorf("report directory: %w", err)
+		}
+	} else if err != nil {
 		return fmt.Errorf("report directory: %w", err)
 	}
-	for name, write := range map[string]func(io.Writer, *Report) error{
-		JSONFile: WriteJSON, JUnitFile: WriteJUnit, MarkdownFile: WriteMarkdown,
-	} {
-		if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return write(w, r) }); err != nil {
+	type file struct {
+		name  string
+		write func(io.Writer) error
+	}
+	files := []file{
+		{JSONFile, func(w io.Writer) error { return WriteJSON(w, r) }},
+		{JUnitFile, func(w io.Writer) error { return WriteJUnit(w, r, opts.JUnit) }},
+		{MarkdownFile, func(w io.Writer) error { return WriteMarkdown(w, r) }},
+		{HTMLFile, func(w io.Writer) error { return WriteHTML(w, r) }},
+	}
+	for _, l := range r.Levels {
+		l := l
+		files = append(files, file{BadgeFile(string(l.Level)), func(w io.Writer) error { return WriteBadge(w, l) }})
+	}
+	for _, f := range files {
+		if err := writeFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return err
 		}
 	}
@@ -35,7 +101,8 @@ func WriteAll(dir string, r *Report) error {
 }
 
 // writeFile writes through a temporary file and renames it, so a crash
-// never leaves a half-written report for CI to misread.
+// never leaves a half-written report for CI to misread. The temporary file
+// is created 0600; it is made FileMode before the rename.
 func writeFile(path string, fill func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
 	if err != nil {
@@ -46,10 +113,17 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	if err := f.Chmod(FileMode); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // WriteJSON writes conform.json.
@@ -59,139 +133,49 @@ func WriteJSON(w io.Writer, r *Report) error {
 	return enc.Encode(r)
 }
 
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     seconds      `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+// Badge is a shields.io endpoint badge
+// (https://shields.io/badges/endpoint-badge).
+type Badge struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Label         string `json:"label"`
+	Message       string `json:"message"`
+	Color         string `json:"color"`
 }
 
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      seconds     `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Cases     []junitCase `xml:"testcase"`
-}
-
-// seconds renders a duration attribute with millisecond precision.
-type seconds float64
-
-func (s seconds) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
-	return xml.Attr{Name: name, Value: fmt.Sprintf("%.3f", float64(s))}, nil
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name       string          `xml:"name,attr"`
-	Classname  string          `xml:"classname,attr"`
-	Time       seconds         `xml:"time,attr"`
-	Properties []junitProperty `xml:"properties>property,omitempty"`
-	Skipped    *junitMessage   `xml:"skipped,omitempty"`
-	Failure    *junitMessage   `xml:"failure,omitempty"`
-	Error      *junitMessage   `xml:"error,omitempty"`
-	SystemOut  string          `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
-// WriteJUnit writes junit.xml: one testsuite per level, one testcase per
-// spec, requirement ids as properties.
-func WriteJUnit(w io.Writer, r *Report) error {
-	reqLevel := map[string]string{}
-	reqMsg := map[string]ReqResult{}
-	for _, q := range r.Requirements {
-		reqLevel[q.ID] = q.Level
-		reqMsg[q.ID] = q
-	}
-	byLevel := map[string]*junitSuite{}
-	var order []string
-	out := junitSuites{Name: "conform", Time: seconds(r.DurationMS / 1000)}
-	for _, s := range r.Specs {
-		level := "core"
-		if len(s.Requirements) > 0 {
-			level = reqLevel[s.Requirements[0]]
+// BadgeFor is a level's badge: label "harn LEVEL", the status as message
+// ("not claimed" for not_claimed), and a colour by status. A level that is
+// conformant only because a baseline expects some of its requirements says
+// so in the message and is not green.
+func BadgeFor(l LevelResult) Badge {
+	b := Badge{SchemaVersion: 1, Label: "harn " + string(l.Level), Message: strings.ReplaceAll(string(l.Status), "_", " ")}
+	switch l.Status {
+	case Conformant:
+		b.Color = "brightgreen"
+		if l.Counts.Expected > 0 {
+			b.Color = "yellowgreen"
+			b.Message += fmt.Sprintf(" (%d known failure%s)", l.Counts.Expected, plural(l.Counts.Expected))
 		}
-		js := byLevel[level]
-		if js == nil {
-			js = &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt}
-			byLevel[level] = js
-			order = append(order, level)
-		}
-		c := junitCase{Name: s.Name, Classname: "conform." + level, Time: seconds(s.DurationMS / 1000)}
-		for _, id := range s.Requirements {
-			c.Properties = append(c.Properties, junitProperty{Name: "requirement", Value: id})
-		}
-		detail := s.Message
-		if len(s.Transcript) > 0 && s.Transcript[0].Curl != "" {
-			detail += "\n\nreproduce the first request:\n" + s.Transcript[0].Curl
-		}
-		switch s.Verdict {
-		case Skip:
-			c.Skipped = &junitMessage{Message: "not applicable: " + s.Message}
-			js.Skipped++
-		case Unverified:
-			m := "unverified: " + s.Message
-			if s.Remedy != "" {
-				m += " (to verify: " + s.Remedy + ")"
-			}
-			c.Skipped = &junitMessage{Message: m}
-			js.Skipped++
-		case Fail:
-			c.Failure = &junitMessage{Message: firstLine(s.Message), Type: "nonconformant", Text: detail}
-			js.Failures++
-		case Error:
-			c.Error = &junitMessage{Message: firstLine(s.Message), Type: "error", Text: detail}
-			js.Errors++
-		case Warn:
-			var ws []string
-			for _, id := range s.Requirements {
-				for _, ev := range reqMsg[id].Evidence {
-					if ev.Verdict == Warn && ev.Spec == s.Name {
-						ws = append(ws, "WARN "+id+": "+ev.Message)
-					}
-				}
-			}
-			c.SystemOut = strings.Join(ws, "\n")
-		}
-		js.Tests++
-		js.Time += c.Time
-		js.Cases = append(js.Cases, c)
+	case Partial:
+		b.Color = "yellow"
+	case Nonconformant:
+		b.Color = "red"
+	default:
+		b.Color = "lightgrey"
 	}
-	sort.Strings(order)
-	for _, l := range order {
-		js := byLevel[l]
-		out.Tests += js.Tests
-		out.Failures += js.Failures
-		out.Errors += js.Errors
-		out.Skipped += js.Skipped
-		out.Suites = append(out.Suites, *js)
+	return b
+}
+
+// WriteBadge writes a level's badge-LEVEL.json.
+func WriteBadge(w io.Writer, l LevelResult) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(BadgeFor(l))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return "s"
 }
 
 func firstLine(s string) string {
@@ -199,67 +183,262 @@ func firstLine(s string) string {
 	return line
 }
 
-// mdEscape keeps a cell on one line and its pipes from splitting the table.
-func mdEscape(s string) string {
-	s = strings.ReplaceAll(firstLine(s), "|", `\|`)
-	if len(s) > 200 {
-		s = s[:200] + "…"
+// oneLine collapses every run of white space (newlines included) into one
+// space and drops other control characters: hostile text stays on one line.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	for _, c := range s {
+		switch {
+		case unicode.IsSpace(c):
+			space = b.Len() > 0
+			continue
+		case unicode.IsControl(c) || c == utf8.RuneError:
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(c)
 	}
-	return s
+	return b.String()
 }
 
-// WriteMarkdown writes summary.md, a table for a CI step summary.
+// clip shortens s to at most n runes, cutting at the last space before the
+// limit so no word is cut (only a single word longer than half the limit is
+// cut inside), and marks the cut with "…".
+func clip(s string, n int) string {
+	rs := []rune(s)
+	if len(rs) <= n {
+		return s
+	}
+	cut := -1
+	for i := n; i >= n/2 && i > 0; i-- {
+		if unicode.IsSpace(rs[i]) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		// One word runs past the limit: no space to cut at in reach.
+		return string(rs[:n]) + "…"
+	}
+	return strings.TrimRightFunc(string(rs[:cut]), unicode.IsSpace) + " …"
+}
+
+// mdReplacer escapes what Markdown (and the HTML GitHub renders inside it)
+// would otherwise interpret in a target's text.
+var mdReplacer = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "|", `\|`, "~", `\~`, "#", `\#`,
+	"<", "&lt;", ">", "&gt;", "&", "&amp;",
+)
+
+// mdText is text for a Markdown line or table cell: one line, escaped.
+func mdText(s string) string { return mdReplacer.Replace(oneLine(s)) }
+
+// mdCell is mdText clipped at a word boundary, for table cells.
+func mdCell(s string) string { return mdReplacer.Replace(clip(oneLine(s), 300)) }
+
+// mdCode is s as a Markdown code span.
+func mdCode(s string) string {
+	s = oneLine(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+func reqLink(q ReqResult) string {
+	if q.Link == "" {
+		return q.ID
+	}
+	return "[" + q.ID + "](" + strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(q.Link) + ")"
+}
+
+func statusText(s LevelStatus) string { return strings.ReplaceAll(string(s), "_", " ") }
+
+func mandatory(q ReqResult) bool { return q.Keyword == "MUST" || q.Keyword == "MUST NOT" }
+
+// WriteMarkdown writes summary.md, for a CI step summary: the levels, then
+// every failed, errored, unverified and not applicable MUST with its reason
+// (and what to do, where there is something), the baseline's effect, the
+// warnings and the notes. Nothing is cut mid-word; table cells are clipped
+// at a word boundary, notes are written whole.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# conform: %s\n\n", verdictLine(r))
-	fmt.Fprintf(&b, "Target `%s`, protocol `%s`, %s %s, seed %d, %.1f s.\n\n", r.Target, r.ProtocolVersion, r.Tool.Name, r.Tool.Version, r.Seed, r.DurationMS/1000)
-	b.WriteString("| Level | Status | Pass | Fail | Warn | Unverified | Skip | Error |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, l := range r.Levels {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
+	fmt.Fprintf(&b, "Target %s, protocol %s, %s %s, seed %d, %.1f s.\n\n", mdCode(r.Target), mdCode(r.ProtocolVersion), mdText(r.Tool.Name), mdText(r.Tool.Version), r.Seed, r.DurationMS/1000)
+	if s := r.Stopped; s != nil {
+		fmt.Fprintf(&b, "**The run stopped before its specs could decide (%s):** %s\n\n", mdText(s.Stage), mdText(s.Message))
+		if s.Hint != "" {
+			fmt.Fprintf(&b, "What to do: %s\n\n", mdText(s.Hint))
+		}
 	}
-	section := func(title string, v Verdict) {
+	withBaseline := r.Baseline != nil
+	b.WriteString("| Level | Status | Pass | Fail | Warn | Unverified | Not applicable | Error |")
+	if withBaseline {
+		b.WriteString(" Expected |")
+	}
+	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|---:|")
+	if withBaseline {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, l := range r.Levels {
+		if !l.Run {
+			fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – |", l.Level, statusText(l.Status))
+			if withBaseline {
+				b.WriteString(" – |")
+			}
+			b.WriteString("\n")
+			continue
+		}
+		c := l.Counts
+		fmt.Fprintf(&b, "| %s | **%s** | %d | %d | %d | %d | %d | %d |", l.Level, statusText(l.Status), c.Pass, c.Fail, c.Warn, c.Unverified, c.Skip, c.Error)
+		if withBaseline {
+			fmt.Fprintf(&b, " %d |", c.Expected)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, l := range r.Levels {
+		fmt.Fprintf(&b, "- **%s** %s: %s\n", l.Level, statusText(l.Status), mdText(orDash(l.Why)))
+	}
+	run := map[string]bool{}
+	for _, l := range r.Levels {
+		run[string(l.Level)] = l.Run
+	}
+	pick := func(keep func(ReqResult) bool) []ReqResult {
 		var rows []ReqResult
 		for _, q := range r.Requirements {
-			if q.Verdict == v {
+			if keep(q) {
 				rows = append(rows, q)
 			}
 		}
+		return rows
+	}
+	table := func(title string, rows []ReqResult, head string, cells func(ReqResult) string) {
 		if len(rows) == 0 {
 			return
 		}
-		fmt.Fprintf(&b, "\n## %s (%d)\n\n| Requirement | Keyword | What happened |\n|---|---|---|\n", title, len(rows))
+		cols := strings.Count(head, "|") - 1
+		fmt.Fprintf(&b, "\n## %s (%d)\n\n%s\n|%s\n", title, len(rows), head, strings.Repeat("---|", cols))
 		for _, q := range rows {
-			fmt.Fprintf(&b, "| [%s](%s) | %s | %s |\n", q.ID, q.Link, q.Keyword, mdEscape(q.Message))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", reqLink(q), q.Level, q.Keyword, cells(q))
 		}
 	}
-	section("Failures", Fail)
-	section("Errors", Error)
-	section("Warnings", Warn)
+	table("Failures", pick(func(q ReqResult) bool { return q.Verdict == Fail && !q.Expected }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	table("Errors (the suite or the network, not the target)", pick(func(q ReqResult) bool { return q.Verdict == Error }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	table("Unverified MUSTs", pick(func(q ReqResult) bool { return q.Verdict == Unverified && mandatory(q) && !q.Expected }),
+		"| Requirement | Level | Keyword | Why | To verify |", func(q ReqResult) string {
+			return mdCell(q.Message) + " | " + mdCell(orDash(q.Remedy))
+		})
+	table("Expected by the baseline", pick(func(q ReqResult) bool { return q.Expected }),
+		"| Requirement | Level | Keyword | Verdict | What happened | Baseline reason |", func(q ReqResult) string {
+			reason := q.BaselineReason
+			if generatedReason(q) {
+				reason = "(as written by baseline write)"
+			}
+			return string(q.Verdict) + " | " + mdCell(q.Message) + " | " + mdCell(orDash(reason))
+		})
+	if stale := pick(func(q ReqResult) bool { return q.Stale }); len(stale) > 0 {
+		table("Stale baseline entries: they pass now, remove them from "+mdText(baselineFile(r)), stale,
+			"| Requirement | Level | Keyword | Baseline reason |", func(q ReqResult) string { return mdCell(orDash(q.BaselineReason)) })
+	}
+	table("Not applicable MUSTs", pick(func(q ReqResult) bool { return q.Verdict == Skip && mandatory(q) && run[q.Level] }),
+		"| Requirement | Level | Keyword | Why |", func(q ReqResult) string { return mdCell(q.Message) })
+	table("Warnings", pick(func(q ReqResult) bool { return q.Verdict == Warn && !q.Expected }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	var notRun []string
+	for _, l := range r.Levels {
+		if l.Run {
+			continue
+		}
+		n := 0
+		for _, q := range r.Requirements {
+			if q.Level == string(l.Level) && mandatory(q) {
+				n++
+			}
+		}
+		notRun = append(notRun, fmt.Sprintf("- %s, %s: %d MUST requirement(s) not checked: %s\n", l.Level, statusText(l.Status), n, mdText(orDash(l.Reason))))
+	}
+	if len(notRun) > 0 {
+		b.WriteString("\n## Levels not checked\n\n" + strings.Join(notRun, ""))
+	}
 	for _, l := range r.Levels {
 		if len(l.ToVerify) == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## Unverified %s MUSTs: how to verify them\n\n", l.Level)
 		for _, rm := range l.ToVerify {
-			fmt.Fprintf(&b, "- %s: %s\n", mdEscape(rm.Remedy), strings.Join(rm.Requirements, ", "))
+			fmt.Fprintf(&b, "- %s: %s\n", mdText(rm.Remedy), strings.Join(rm.Requirements, ", "))
 		}
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\n## Notes\n\n")
 		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
 		}
 	}
-	fmt.Fprintf(&b, "\nFull details, transcripts and reproducing `curl` lines: `%s`.\n", JSONFile)
+	if len(r.SuiteDefects) > 0 {
+		b.WriteString("\n## Suite defects (the suite's own mistakes, no verdict on the target)\n\n")
+		for _, n := range r.SuiteDefects {
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
+		}
+	}
+	fmt.Fprintf(&b, "\nFull details, transcripts and reproducing `curl` lines: `%s` and `%s`.\n", JSONFile, HTMLFile)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// generatedReason says whether a requirement's baseline reason is what
+// `conform baseline write` made of the same verdict and message (so a
+// table need not show it twice).
+func generatedReason(q ReqResult) bool {
+	if q.BaselineReason == "" {
+		return false
+	}
+	now := oneLine(string(q.Verdict) + ": " + q.Message)
+	was := strings.TrimSuffix(strings.TrimSuffix(q.BaselineReason, "…"), " ")
+	return strings.HasPrefix(now, was)
+}
+
+func baselineFile(r *Report) string {
+	if r.Baseline == nil || r.Baseline.File == "" {
+		return "the baseline"
+	}
+	return r.Baseline.File
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}
+
 func verdictLine(r *Report) string {
-	switch r.ExitCode {
-	case 0:
+	stale := r.Baseline != nil && len(r.Baseline.Stale) > 0
+	expected := r.Totals.Expected
+	switch {
+	case r.ExitCode == 0 && expected > 0:
+		return fmt.Sprintf("conformant apart from %d requirement%s the baseline expects", expected, plural(expected))
+	case r.ExitCode == 0:
 		return "conformant"
-	case 1:
+	case r.ExitCode == 1 && stale && ExitCode(r.Levels) == 0:
+		if n := len(r.Baseline.Stale); n == 1 {
+			return "stale baseline: 1 listed requirement passes now"
+		} else {
+			return fmt.Sprintf("stale baseline: %d listed requirements pass now", n)
+		}
+	case r.ExitCode == 1:
 		return "NOT conformant"
 	default:
 		return "inconclusive (suite or network errors)"
@@ -269,19 +448,51 @@ func verdictLine(r *Report) string {
 // WriteTable writes the console's final table.
 func WriteTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tUNVERIFIED\tSKIP\tERROR")
+	withBaseline := r.Baseline != nil
+	head := "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tUNVERIFIED\tSKIP\tERROR"
+	if withBaseline {
+		head += "\tEXPECTED"
+	}
+	fmt.Fprintln(tw, head)
 	for _, l := range r.Levels {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
+		if !l.Run {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-", l.Level, l.Status)
+			if withBaseline {
+				fmt.Fprint(tw, "\t-")
+			}
+			fmt.Fprintln(tw)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
+		if withBaseline {
+			fmt.Fprintf(tw, "\t%d", l.Counts.Expected)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	for _, l := range r.Levels {
 		for _, rm := range l.ToVerify {
-			fmt.Fprintf(w, "UNVERIFIED %s: %s\n  to verify: %s\n", l.Level, list(rm.Requirements), rm.Remedy)
+			fmt.Fprintf(w, "UNVERIFIED %s: %s\n  to verify: %s\n", l.Level, list(rm.Requirements), oneLine(rm.Remedy))
+		}
+	}
+	for _, l := range r.Levels {
+		var ids []string
+		for _, q := range r.Requirements {
+			if q.Expected && q.Level == string(l.Level) {
+				ids = append(ids, q.ID)
+			}
+		}
+		if len(ids) > 0 {
+			fmt.Fprintf(w, "EXPECTED %s (by %s): %s\n", l.Level, baselineFile(r), list(ids))
 		}
 	}
 	for _, q := range r.Requirements {
-		if q.Verdict == Fail || q.Verdict == Error {
-			fmt.Fprintf(w, "%s %s: %s\n  %s\n", strings.ToUpper(string(q.Verdict)), q.ID, firstLine(q.Message), q.Link)
+		switch {
+		case q.Expected:
+		case q.Stale:
+			fmt.Fprintf(w, "STALE %s: passes now; remove it from the baseline %s\n", q.ID, baselineFile(r))
+		case q.Verdict == Fail || q.Verdict == Error:
+			fmt.Fprintf(w, "%s %s: %s\n  %s\n", strings.ToUpper(string(q.Verdict)), q.ID, oneLine(firstLine(q.Message)), q.Link)
 		}
 	}
 	fmt.Fprintf(w, "result: %s (exit %d)\n", verdictLine(r), r.ExitCode)

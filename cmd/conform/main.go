@@ -19,6 +19,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/receiptcli"
+	"github.com/harn-conform/conform/internal/reportcli"
 	"github.com/harn-conform/conform/internal/tapecli"
 )
 
@@ -83,6 +84,10 @@ commands:
   receipt verify FILE…  verify receipts offline (RFC 8785 + SHA-256 + signatures)
   tape diff A B         compare two event tapes with the fidelity oracle
   tape validate FILE…   check a tape and its content-addressed sidecar
+  baseline write --report conform.json [--out FILE]
+                        a known-failures file from a report (then run --baseline FILE)
+  report diff A.json B.json
+                        what changed between two runs (exit 1 when something got worse)
   version               print the tool version, the protocol version and the commit
   help [COMMAND]        print this, or a command's usage (as COMMAND -h does)
 
@@ -137,6 +142,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code, err = cmdList(args[1:], stdout, stderr)
 	case "receipt":
 		return receiptcli.Main(args[1:], stdin, stdout, stderr)
+	case "baseline", "report":
+		return reportcli.Main(args, stdout, stderr)
 	case "tape":
 		// The common exit codes, except tape diff, which keeps spec 003's
 		// 2 for divergences and so says "could not decide" with 3.

@@ -21,6 +21,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
+	"github.com/harn-conform/conform/internal/baseline"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/evidence"
@@ -67,6 +68,17 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	reg, err := requirements.Default()
 	if err != nil {
 		return ExitEngine, err
+	}
+	var known *baseline.File
+	if cfg.Baseline != "" {
+		// A broken baseline is the user's to fix before the run, not
+		// after minutes of checks.
+		if known, err = baseline.Load(cfg.Baseline); err == nil {
+			err = known.Check(reg)
+		}
+		if err != nil {
+			return ExitEngine, err
+		}
 	}
 	if cfg.Target == "" {
 		return ExitEngine, errors.New("no target: give --target URL, or use `conform selftest` for the built-in reference Harness")
@@ -194,6 +206,12 @@ func Run(ctx context.Context, opts Options) (int, error) {
 			Message: env.Redactor.String(fmt.Sprintf("the target stopped answering: %d exchanges in a row got no answer (last: %s); the specs after that were not run against it", client.StoppedAfter, why)),
 			Hint:    "check the target's logs: did it crash, hang or run out of resources? Rerun when it answers again"})
 	}
+	if known != nil {
+		// After Stop: a stopped run keeps exit 2 whatever the baseline says.
+		if err := reports.ApplyBaseline(rep, reg, known); err != nil {
+			return ExitEngine, err
+		}
+	}
 	if err := finish(opts, rep); err != nil {
 		return ExitEngine, err
 	}
@@ -224,12 +242,16 @@ func finish(opts Options, rep *reports.Report) error {
 	if console == nil {
 		console = io.Discard
 	}
-	if err := reports.WriteAll(cfg.Out, rep); err != nil {
+	if err := reports.WriteAllWith(cfg.Out, rep, reports.WriteOptions{JUnit: cfg.JUnit}); err != nil {
 		return err
 	}
 	fmt.Fprintln(console)
 	reports.WriteTable(console, rep)
-	fmt.Fprintf(console, "reports: %s, %s, %s\n", filepath.Join(cfg.Out, reports.JSONFile), filepath.Join(cfg.Out, reports.JUnitFile), filepath.Join(cfg.Out, reports.MarkdownFile))
+	var files []string
+	for _, f := range reports.Files(rep) {
+		files = append(files, filepath.Join(cfg.Out, f))
+	}
+	fmt.Fprintf(console, "reports: %s\n", strings.Join(files, ", "))
 	return nil
 }
 
