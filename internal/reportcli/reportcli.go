@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/harn-conform/conform/internal/baseline"
+	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/reports"
 )
@@ -27,7 +28,7 @@ const (
 // Usage is the help text of both commands.
 const Usage = `usage:
   conform baseline write --report conform.json [--out FILE]
-  conform report diff A.json B.json [--format text|json]
+  conform report diff A.json B.json [--format text|json] [--out FILE]
 
 baseline write makes a known-failures file (YAML, format conform-baseline/v1)
 from a report: every MUST that failed or stayed unverified, with its verdict
@@ -82,7 +83,7 @@ func isHelp(a string) bool { return a == "help" || a == "-h" || a == "-help" || 
 
 const shortUsage = `usage:
   conform baseline write --report conform.json [--out FILE]
-  conform report diff A.json B.json [--format text|json]
+  conform report diff A.json B.json [--format text|json] [--out FILE]
 exit status: 0 ok / nothing got worse, 1 diff found something worse, 2 usage error or unreadable input
 `
 
@@ -201,6 +202,7 @@ func reportDiff(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conform report diff", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	format := fs.String("format", "text", "output format: text or json")
+	outFile := fs.String("out", "", "also write the diff as JSON to this file")
 	pos, err := parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, Usage)
@@ -226,6 +228,16 @@ func reportDiff(args []string, stdout, stderr io.Writer) int {
 		return ExitInput
 	}
 	d := Compare(pos[0], a, pos[1], b)
+	if *outFile != "" {
+		var buf bytes.Buffer
+		if err := writeDiffJSON(&buf, d); err == nil {
+			err = cli.WriteOut(*outFile, buf.Bytes())
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "conform report diff: %v\n", err)
+			return ExitInput
+		}
+	}
 	if *format == "json" {
 		err = writeDiffJSON(stdout, d)
 	} else {

@@ -51,7 +51,7 @@ func save(t *testing.T, dir, name string, r any) string {
 	return p
 }
 
-func cli(args ...string) (int, string, string) {
+func runCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := Main(args, &out, &errb)
 	return code, out.String(), errb.String()
@@ -87,7 +87,7 @@ func TestDiff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pa, pb := save(t, dir, "a.json", tc.a), save(t, dir, "b.json", tc.b)
-			code, out, errs := cli("report", "diff", pa, pb, "--format", "json")
+			code, out, errs := runCLI("report", "diff", pa, pb, "--format", "json")
 			if code != tc.exit {
 				t.Errorf("exit %d, want %d; stderr %s", code, tc.exit, errs)
 			}
@@ -111,7 +111,7 @@ func TestDiff(t *testing.T) {
 			if d.Format != DiffFormat || d.Regressed != (tc.exit == 1) || d.ExitCode != tc.exit || d.A.File != pa {
 				t.Errorf("diff head = %+v", d)
 			}
-			code2, text, _ := cli("report", "diff", pa, pb)
+			code2, text, _ := runCLI("report", "diff", pa, pb)
 			if code2 != code || !strings.Contains(text, "result: ") {
 				t.Errorf("text: exit %d\n%s", code2, text)
 			}
@@ -132,7 +132,7 @@ func TestDiffTextIsTerminalSafe(t *testing.T) {
 	b := report(reports.Nonconformant, 1, req{"CORE-AUTH-001", "", reports.Fail})
 	b.Requirements[0].Message = "\x1b]0;pwned\x07\x1b[2J evil\u202eoverride\nsecond line\r" + strings.Repeat("long ", 100)
 	b.Target = "http://h/\x1b[31m"
-	code, out, _ := cli("report", "diff", save(t, dir, "a.json", a), save(t, dir, "b.json", b))
+	code, out, _ := runCLI("report", "diff", save(t, dir, "a.json", a), save(t, dir, "b.json", b))
 	if code != 1 {
 		t.Errorf("exit %d", code)
 	}
@@ -180,7 +180,7 @@ func TestDiffUnreadableInput(t *testing.T) {
 		{"directory", dir, dir},
 	} {
 		for _, order := range [][]string{{tc.path, good}, {good, tc.path}} {
-			code, out, errs := cli("report", "diff", order[0], order[1])
+			code, out, errs := runCLI("report", "diff", order[0], order[1])
 			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || !strings.Contains(errs, tc.path) {
 				t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 naming the file and %q", tc.name, code, out, errs, tc.want)
 			}
@@ -193,7 +193,7 @@ func TestDiffUnreadableInput(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		big.Specs = append(big.Specs, reports.SpecResult{Name: strings.Repeat("s", 100), Verdict: reports.Pass})
 	}
-	if code, _, errs := cli("report", "diff", save(t, dir, "big.json", big), good); code != 0 {
+	if code, _, errs := runCLI("report", "diff", save(t, dir, "big.json", big), good); code != 0 {
 		t.Errorf("a large valid report: exit %d: %s", code, errs)
 	}
 }
@@ -219,7 +219,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"baseline", "write"}, 2, "--report FILE is required"},
 		{[]string{"baseline", "write", "--report", "x", "extra"}, 2, `unexpected argument "extra"`},
 	} {
-		code, out, errs := cli(tc.args...)
+		code, out, errs := runCLI(tc.args...)
 		got := errs
 		if tc.exit == 0 {
 			got = out
@@ -238,7 +238,7 @@ func TestBaselineWrite(t *testing.T) {
 	r.Requirements[1].Message = "GET /v1/tasks → 200\n\x1b[31m: `evil` #x"
 	path := save(t, dir, "conform.json", r)
 	out := filepath.Join(dir, "known.yaml")
-	code, stdout, errs := cli("baseline", "write", "--report", path, "--out", out)
+	code, stdout, errs := runCLI("baseline", "write", "--report", path, "--out", out)
 	if code != 0 || stdout != "" || !strings.Contains(errs, "2 requirement(s) written to "+out) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errs)
 	}
@@ -259,24 +259,39 @@ func TestBaselineWrite(t *testing.T) {
 		t.Errorf("reason keeps control characters: %q", reason)
 	}
 	// Flags in any order; stdout without --out.
-	code, stdout, _ = cli("baseline", "write", "--report", path)
+	code, stdout, _ = runCLI("baseline", "write", "--report", path)
 	if code != 0 || !strings.Contains(stdout, "format: conform-baseline/v1") || !strings.Contains(stdout, "CORE-AUTH-003") {
 		t.Errorf("to stdout: exit %d\n%s", code, stdout)
 	}
 	// A narrowed run is named.
 	r.Config["label_filter"] = "req:CORE-AUTH-002"
-	if _, _, errs := cli("baseline", "write", "--report", save(t, dir, "narrow.json", r)); !strings.Contains(errs, "narrowed run") {
+	if _, _, errs := runCLI("baseline", "write", "--report", save(t, dir, "narrow.json", r)); !strings.Contains(errs, "narrowed run") {
 		t.Errorf("no warning for a narrowed run: %q", errs)
 	}
 	// Unknown ids in the report and unreadable reports exit 2, naming them.
 	r.Requirements[1].ID = "CORE-NOPE-999"
-	if code, _, errs := cli("baseline", "write", "--report", save(t, dir, "unknown.json", r)); code != 2 || !strings.Contains(errs, "CORE-NOPE-999") {
+	if code, _, errs := runCLI("baseline", "write", "--report", save(t, dir, "unknown.json", r)); code != 2 || !strings.Contains(errs, "CORE-NOPE-999") {
 		t.Errorf("unknown id: exit %d, %q", code, errs)
 	}
-	if code, _, errs := cli("baseline", "write", "--report", filepath.Join(dir, "missing.json")); code != 2 || !strings.Contains(errs, "missing.json") {
+	if code, _, errs := runCLI("baseline", "write", "--report", filepath.Join(dir, "missing.json")); code != 2 || !strings.Contains(errs, "missing.json") {
 		t.Errorf("missing report: exit %d, %q", code, errs)
 	}
-	if code, _, errs := cli("baseline", "write", "--report", path, "--out", filepath.Join(dir, "no", "such", "dir.yaml")); code != 2 || !strings.Contains(errs, "dir.yaml") {
+	if code, _, errs := runCLI("baseline", "write", "--report", path, "--out", filepath.Join(dir, "no", "such", "dir.yaml")); code != 2 || !strings.Contains(errs, "dir.yaml") {
 		t.Errorf("unwritable out: exit %d, %q", code, errs)
+	}
+}
+
+// --out FILE writes the diff as JSON whatever --format prints.
+func TestDiffOut(t *testing.T) {
+	dir := t.TempDir()
+	r := report(reports.Conformant, 0, req{"CORE-AUTH-001", "", reports.Pass})
+	a, b := save(t, dir, "a.json", r), save(t, dir, "b.json", r)
+	out := filepath.Join(dir, "diff.json")
+	if code, _, stderr := runCLI("report", "diff", "--out", out, a, b); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil || !json.Valid(raw) {
+		t.Fatalf("--out wrote no JSON: %v\n%s", err, raw)
 	}
 }
