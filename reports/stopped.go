@@ -1,5 +1,10 @@
 package reports
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Stopped stages besides the preflight's (internal/preflight).
 const StageTargetStopped = "target_stopped"
 
@@ -28,7 +33,7 @@ func Stop(r *Report, s Stopped) {
 	for i := range r.Requirements {
 		q := &r.Requirements[i]
 		if run[q.Level] && q.Verdict == Unverified {
-			q.Verdict, q.Message, q.Remedy = Error, "not checked: the run stopped before its specs: "+s.Message, s.Hint
+			q.Verdict, q.Message, q.Remedy = Error, stoppedBefore+" ("+s.Stage+"): see the report's stopped", s.Hint
 		}
 		if c := counts[q.Level]; c != nil {
 			c.add(q.Verdict)
@@ -47,3 +52,32 @@ func Stop(r *Report, s Stopped) {
 
 // ExitEngine is the exit code of a run that could not decide.
 const ExitEngine = 2
+
+const stoppedBefore = "not checked: the run stopped before its specs"
+
+// byStop reports whether a requirement's error is only the stop's echo (a
+// check never run, or an exchange never sent): renderings list these as
+// one line under the stop, not one line each.
+func byStop(r *Report, q ReqResult) bool {
+	return r.Stopped != nil && q.Verdict == Error &&
+		(strings.HasPrefix(q.Message, stoppedBefore) || strings.Contains(q.Message, "the target stopped answering"))
+}
+
+// stopLines are the lines every rendering gives a stopped run: why, what
+// to do, and which requirements it left unchecked.
+func stopLines(r *Report) (why, hint, unchecked string) {
+	s := r.Stopped
+	if s == nil {
+		return "", "", ""
+	}
+	var ids []string
+	for _, q := range r.Requirements {
+		if byStop(r, q) {
+			ids = append(ids, q.ID)
+		}
+	}
+	if len(ids) > 0 {
+		unchecked = fmt.Sprintf("%d requirement(s) not checked because the run stopped: %s", len(ids), list(ids))
+	}
+	return fmt.Sprintf("the run stopped (%s): %s", s.Stage, s.Message), s.Hint, unchecked
+}

@@ -274,7 +274,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "# conform: %s\n\n", verdictLine(r))
 	fmt.Fprintf(&b, "Target %s, protocol %s, %s %s, seed %d, %.1f s.\n\n", mdCode(r.Target), mdCode(r.ProtocolVersion), mdText(r.Tool.Name), mdText(r.Tool.Version), r.Seed, r.DurationMS/1000)
 	if s := r.Stopped; s != nil {
-		fmt.Fprintf(&b, "**The run stopped before its specs could decide (%s):** %s\n\n", mdText(s.Stage), mdText(s.Message))
+		fmt.Fprintf(&b, "**The run stopped (%s):** %s\n\n", mdText(s.Stage), mdText(s.Message))
 		if s.Hint != "" {
 			fmt.Fprintf(&b, "What to do: %s\n\n", mdText(s.Hint))
 		}
@@ -334,7 +334,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	table("Failures", pick(func(q ReqResult) bool { return q.Verdict == Fail && !q.Expected }),
 		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
-	table("Errors (the suite or the network, not the target)", pick(func(q ReqResult) bool { return q.Verdict == Error }),
+	if _, _, unchecked := stopLines(r); unchecked != "" {
+		fmt.Fprintf(&b, "%s.\n\n", mdText(unchecked))
+	}
+	table("Errors (the suite or the network, not the target)", pick(func(q ReqResult) bool { return q.Verdict == Error && !byStop(r, q) }),
 		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
 	table("Unverified MUSTs", pick(func(q ReqResult) bool { return q.Verdict == Unverified && mandatory(q) && !q.Expected }),
 		"| Requirement | Level | Keyword | Why | To verify |", func(q ReqResult) string {
@@ -428,6 +431,10 @@ func verdictLine(r *Report) string {
 	stale := r.Baseline != nil && len(r.Baseline.Stale) > 0
 	expected := r.Totals.Expected
 	switch {
+	case r.Stopped != nil && r.Stopped.Stage == StageTargetStopped:
+		return "not decided: the target stopped answering"
+	case r.Stopped != nil:
+		return "not decided: the run stopped before its checks (" + r.Stopped.Stage + ")"
 	case r.ExitCode == 0 && expected > 0:
 		return fmt.Sprintf("conformant apart from %d requirement%s the baseline expects", expected, plural(expected))
 	case r.ExitCode == 0:
@@ -491,8 +498,18 @@ func WriteTable(w io.Writer, r *Report) {
 		case q.Expected:
 		case q.Stale:
 			fmt.Fprintf(w, "STALE %s: passes now; remove it from the baseline %s\n", q.ID, baselineFile(r))
+		case byStop(r, q):
 		case q.Verdict == Fail || q.Verdict == Error:
 			fmt.Fprintf(w, "%s %s: %s\n  %s\n", strings.ToUpper(string(q.Verdict)), q.ID, oneLine(firstLine(q.Message)), q.Link)
+		}
+	}
+	if why, hint, unchecked := stopLines(r); why != "" {
+		if unchecked != "" {
+			fmt.Fprintf(w, "ERROR %s\n", unchecked)
+		}
+		fmt.Fprintf(w, "STOPPED %s\n", oneLine(why))
+		if hint != "" {
+			fmt.Fprintf(w, "  hint: %s\n", oneLine(hint))
 		}
 	}
 	fmt.Fprintf(w, "result: %s (exit %d)\n", verdictLine(r), r.ExitCode)

@@ -212,7 +212,7 @@ func Credential(ctx context.Context, c *client.Client, cfg config.Config) *Probl
 	}
 	source := keySource(cfg)
 	return &Problem{Stage: StageCredential,
-		Message: fmt.Sprintf("the API key from %s was refused: GET %s → %s", source, c.URL(client.Request{Path: "/v1/tasks"}), resp),
+		Message: fmt.Sprintf("the API key from %s was refused: %s", source, resp),
 		Hint:    fmt.Sprintf("check that %s holds a key this target accepts (and for this environment)", source)}
 }
 

@@ -334,4 +334,3 @@ func notes(env *target.Env, extra []string) []string {
 	}
 	return out
 }
-
