@@ -75,3 +75,20 @@ func (h *Health) Stopped() string {
 
 // Health returns the client's health tracker.
 func (c *Client) Health() *Health { return c.health }
+
+// Reset forgets past misses: the run restarted the target on purpose, and
+// it answers again.
+func (h *Health) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inARow, h.stopped = 0, ""
+}
+
+// Detached returns a copy of c with a health of its own, for polls that
+// expect no answer for a while (a target restarting): their misses must
+// not stop the run.
+func (c *Client) Detached() *Client {
+	cp := *c
+	cp.health = &Health{}
+	return &cp
+}

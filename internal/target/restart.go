@@ -87,13 +87,19 @@ const awaitEvery = 50 * time.Millisecond
 func (e *Env) AwaitDiscovery(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// A restarting target refuses connections for a while: the polls
+	// keep their own count, apart from the run's.
+	polls := e.Client.Detached()
 	tick := time.NewTicker(awaitEvery)
 	defer tick.Stop()
 	last := "no answer"
 	for {
-		resp, err := e.Client.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
+		resp, err := polls.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
 		switch {
 		case err == nil && resp.Status == http.StatusOK:
+			// Misses while the target was down were the restart's,
+			// not a target that stopped answering.
+			e.Client.Health().Reset()
 			return nil
 		case err != nil && ctx.Err() != nil:
 			// our own deadline cut the poll short: keep what the last one saw

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
 )
 
@@ -146,5 +147,40 @@ func TestAwaitDiscovery(t *testing.T) {
 	err = env.AwaitDiscovery(context.Background(), 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "within --restart-timeout 300ms") || !strings.Contains(err.Error(), "502") {
 		t.Errorf("AwaitDiscovery against a 502 = %v, want a timeout naming the last answer", err)
+	}
+}
+
+// A restarting target refuses connections for a while: those misses are
+// the restart's, so the wait gets past them and the run's client is not
+// taken for stopped afterwards.
+func TestAwaitDiscoveryThroughRefusedConnections(t *testing.T) {
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if polls.Add(1) <= client.StoppedAfter+2 {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // as a server that is not listening yet
+			return
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	cfg := config.Defaults()
+	cfg.Target = srv.URL
+	env, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run's own exchanges saw the target go down, too.
+	for i := 0; i < client.StoppedAfter; i++ {
+		env.Client.Do(context.Background(), client.Request{Path: "/v1"})
+	}
+	if env.Client.Health().Stopped() == "" {
+		t.Fatal("precondition: the run's client took the target for stopped")
+	}
+	if err := env.AwaitDiscovery(context.Background(), time.Minute); err != nil {
+		t.Fatalf("AwaitDiscovery through refused connections: %v", err)
+	}
+	if why := env.Client.Health().Stopped(); why != "" {
+		t.Fatalf("after the restart the run's client still takes the target for stopped: %s", why)
 	}
 }
