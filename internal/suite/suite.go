@@ -80,7 +80,12 @@ func Validate() error {
 type specState struct {
 	rec    *client.Recorder
 	client *client.Client
-	soft   []evidence.Verdict // recorded failures that fail the spec at its end
+
+	vmu    sync.Mutex
+	soft   []evidence.Verdict          // recorded failures that fail the spec at its end
+	judged map[string]bool             // requirements with a verdict of their own in this spec
+	fails  map[string]evidence.Verdict // each requirement's first failure (or error) in this spec
+	blocks map[string][]string         // what each failure kept from being checked
 
 	mu       sync.Mutex
 	traffic  []client.Traffic // every exchange, for the OpenAPI oracle at the spec's end
@@ -110,7 +115,7 @@ var (
 )
 
 var _ = BeforeEach(func() {
-	st := &specState{rec: client.NewRecorder()}
+	st := &specState{rec: client.NewRecorder(), judged: map[string]bool{}, fails: map[string]evidence.Verdict{}, blocks: map[string][]string{}}
 	current.Store(st)
 	env := Env()
 	gate(env)
@@ -133,18 +138,37 @@ var _ = AfterEach(func() {
 		}
 		AddReportEntry(evidence.EntryLatency, samples, ReportEntryVisibilityNever)
 	}
+	st.vmu.Lock()
 	failed := len(st.soft) > 0 || CurrentSpecReport().Failed()
+	st.vmu.Unlock()
 	if failed && len(ex) > 0 {
 		AddReportEntry(evidence.EntryTranscript, evidence.Transcript{Exchanges: ex, Dropped: dropped}, ReportEntryVisibilityNever)
 	}
-	if len(st.soft) > 0 {
-		var msgs []string
-		for _, v := range st.soft {
-			msgs = append(msgs, v.Req+": "+v.Message)
-		}
-		Fail(strings.Join(msgs, "\n"))
+	if soft := st.takeSoft(); len(soft) > 0 {
+		Fail(failureText(soft))
 	}
 }, OncePerOrdered)
+
+// takeSoft returns the recorded failures the spec's Ginkgo failure has not
+// listed yet, and forgets them.
+func (st *specState) takeSoft() []evidence.Verdict {
+	st.vmu.Lock()
+	defer st.vmu.Unlock()
+	soft := st.soft
+	st.soft = nil
+	return soft
+}
+
+// failureText is the spec's failure message: one line per failed check.
+// The report's verdicts come from the recorded entries, one per
+// requirement and spec however often this text repeats a failure.
+func failureText(vs []evidence.Verdict) string {
+	var msgs []string
+	for _, v := range vs {
+		msgs = append(msgs, v.Req+": "+v.Message)
+	}
+	return strings.Join(msgs, "\n")
+}
 
 // Offline marks a spec that checks fixtures or the suite's own verifiers
 // without talking to the target: it runs whatever levels are selected, and
@@ -208,9 +232,24 @@ func Key(prefix string) string {
 }
 
 func record(req, verdict string, err error) evidence.Verdict {
-	msg := Env().Redactor.String(err.Error())
-	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg}
+	return recordMsg(req, verdict, Env().Redactor.String(err.Error()), "")
+}
+
+// recordMsg adds one verdict entry and notes that req has a verdict of its
+// own in this spec.
+func recordMsg(req, verdict, msg, remedy string) evidence.Verdict {
+	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Remedy: remedy}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+	if st := current.Load(); st != nil {
+		st.vmu.Lock()
+		st.judged[req] = true
+		if verdict == evidence.VerdictFail || verdict == evidence.VerdictError {
+			if _, ok := st.fails[req]; !ok {
+				st.fails[req] = v
+			}
+		}
+		st.vmu.Unlock()
+	}
 	return v
 }
 
@@ -222,28 +261,215 @@ func classify(err error) string {
 	return evidence.VerdictFail
 }
 
-// Must records a check of a mandatory requirement. A failure ends the spec:
-// later checks would only repeat it. A transport failure is recorded as an
-// error, never blamed on the target.
+// SpecReqs lists the requirement ids the current spec names.
+func SpecReqs() []string { return specReqs() }
+
+// specReqs lists the requirement ids the current spec names.
+func specReqs() []string {
+	var ids []string
+	for _, l := range CurrentSpecReport().Labels() {
+		if id, ok := strings.CutPrefix(l, evidence.ReqLabelPrefix); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// unjudged returns those of ids that the current spec names and that have
+// no verdict of their own in it yet, leaving out except.
+func unjudged(ids []string, except string) []string {
+	st := current.Load()
+	named := specReqs()
+	var out []string
+	for _, id := range ids {
+		if id == except || !slices.Contains(named, id) || slices.Contains(out, id) {
+			continue
+		}
+		if st != nil {
+			st.vmu.Lock()
+			j := st.judged[id]
+			st.vmu.Unlock()
+			if j {
+				continue
+			}
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// summary shortens a failure message for the verdicts it blocks.
+func summary(msg string) string {
+	msg, _, _ = strings.Cut(msg, "\n")
+	if r := []rune(msg); len(r) > 160 {
+		msg = string(r[:160]) + "…"
+	}
+	return msg
+}
+
+// RemedyBlocked is the remedy of a requirement a failure kept from being
+// checked.
+const RemedyBlocked = "fix the failure it is blocked by: this spec checks it only after that"
+
+// BlockedPrefix starts the message of a requirement that a failed check of
+// the same spec kept from being checked.
+const BlockedPrefix = "not checked: blocked by the "
+
+// blockedMessage says which failure kept a requirement from being checked.
+func blockedMessage(by evidence.Verdict) string {
+	what := "failure"
+	if by.Verdict == evidence.VerdictError {
+		what = "error"
+	}
+	m, _, _ := strings.Cut(by.Message, "; blocks: ")
+	return fmt.Sprintf("%s%s of %s (%s)", BlockedPrefix, what, by.Req, summary(m))
+}
+
+// block records that the failure of by kept reqs (those the spec names
+// that have no verdict of their own yet) from being checked: each is
+// unverified (an error when by is a transport error) with a message naming
+// by, and by's failure lists them as "blocks: …". It returns what it
+// blocked.
+func block(by evidence.Verdict, reqs []string) []string {
+	blocked := unjudged(reqs, by.Req)
+	if len(blocked) == 0 {
+		return nil
+	}
+	verdict := evidence.VerdictUnverified
+	if by.Verdict == evidence.VerdictError {
+		verdict = evidence.VerdictError
+	}
+	msg := blockedMessage(by)
+	for _, id := range blocked {
+		recordMsg(id, verdict, msg, RemedyBlocked)
+	}
+	return blocked
+}
+
+// withBlocks is a failure's message with the requirements it blocked.
+func withBlocks(msg string, blocked []string) string {
+	if len(blocked) == 0 {
+		return msg
+	}
+	return msg + "; blocks: " + strings.Join(blocked, ", ")
+}
+
+// Must records a check of a mandatory requirement whose failure leaves
+// the rest of the spec nothing to check (no task id to follow, no list to
+// read): it ends the spec. Every requirement the spec names that has no
+// verdict of its own is then unverified, "not checked: blocked by the
+// failure of req (…)", and req's failure lists them ("blocks: …"). A
+// transport failure is recorded as an error, never blamed on the target,
+// and so is everything it kept from being checked.
 func Must(req string, err error) {
 	GinkgoHelper()
 	if err == nil {
 		return
 	}
-	v := record(req, classify(err), err)
-	Fail(req + ": " + v.Message)
+	if classify(err) == evidence.VerdictError {
+		Transport(err, req)
+	}
+	msg := Env().Redactor.String(err.Error())
+	by := evidence.Verdict{Req: req, Verdict: evidence.VerdictFail, Message: msg}
+	blocked := unjudged(specReqs(), req)
+	v := recordMsg(req, evidence.VerdictFail, withBlocks(msg, blocked), "")
+	block(by, blocked)
+	var soft []evidence.Verdict
+	if st := current.Load(); st != nil {
+		soft = st.takeSoft()
+	}
+	Fail(failureText(append(soft, v)))
 }
 
 // Check records a check of a mandatory requirement but lets the spec go on,
-// so independent checks all report; the spec fails at its end.
-func Check(req string, err error) {
+// so independent checks all report; the spec fails at its end. It reports
+// whether the check passed: a caller that skips later checks because this
+// one failed says which with CheckBlocks or Blocked, so they are not taken
+// as passed.
+func Check(req string, err error) bool {
+	return CheckBlocks(req, err)
+}
+
+// CheckBlocks is Check for a check whose failure keeps the requirements
+// blocks from being checked by what follows (the caller skips those
+// checks when it returns false): each of them that the spec names and that
+// has no verdict of its own is unverified, "not checked: blocked by the
+// failure of req (…)", and req's failure lists them.
+func CheckBlocks(req string, err error, blocks ...string) bool {
 	if err == nil {
+		return true
+	}
+	verdict := classify(err)
+	msg := Env().Redactor.String(err.Error())
+	blocked := unjudged(blocks, req)
+	v := recordMsg(req, verdict, withBlocks(msg, blocked), "")
+	block(evidence.Verdict{Req: req, Verdict: verdict, Message: msg}, blocked)
+	if st := current.Load(); st != nil {
+		st.vmu.Lock()
+		st.soft = append(st.soft, v)
+		st.blocks[req] = append(st.blocks[req], blocked...)
+		st.vmu.Unlock()
+	}
+	return false
+}
+
+// Blocked records that reqs could not be checked because of an earlier
+// failure of by in this spec (a helper recorded it; the caller then
+// skipped what depended on it). Each of reqs the spec names that has no
+// verdict of its own is unverified, "not checked: blocked by the failure of
+// by (…)", and by's failure is recorded once more listing everything it
+// blocked (the report keeps one verdict per requirement and spec). Without
+// a recorded failure of by it does nothing.
+func Blocked(by string, reqs ...string) {
+	st := current.Load()
+	if st == nil {
 		return
 	}
-	v := record(req, classify(err), err)
-	if st := current.Load(); st != nil {
-		st.soft = append(st.soft, v)
+	st.vmu.Lock()
+	first, ok := st.fails[by]
+	st.vmu.Unlock()
+	if !ok {
+		return
 	}
+	blocked := block(first, reqs)
+	if len(blocked) == 0 {
+		return
+	}
+	st.vmu.Lock()
+	all := append(st.blocks[by], blocked...)
+	st.blocks[by] = all
+	st.vmu.Unlock()
+	m, _, _ := strings.Cut(first.Message, "; blocks: ")
+	AddReportEntry(evidence.EntryVerdict, evidence.Verdict{Req: by, Verdict: first.Verdict, Message: withBlocks(m, all)}, ReportEntryVisibilityNever)
+}
+
+// Stop ends the spec after a failure a helper recorded with Check (the
+// first of by with a recorded failure in this spec), when nothing after it
+// can run: like Must, every requirement the spec names that has no verdict
+// of its own is then blocked by that failure, and the failure lists them.
+func Stop(by ...string) {
+	GinkgoHelper()
+	st := current.Load()
+	var first evidence.Verdict
+	if st != nil {
+		st.vmu.Lock()
+		for _, b := range by {
+			if v, ok := st.fails[b]; ok {
+				first = v
+				break
+			}
+		}
+		st.vmu.Unlock()
+	}
+	if first.Req == "" {
+		Fail("stopped: " + strings.Join(by, ", ") + " could not be checked")
+	}
+	Blocked(first.Req, specReqs()...)
+	soft := st.takeSoft()
+	if len(soft) == 0 {
+		soft = []evidence.Verdict{first}
+	}
+	Fail(failureText(soft))
 }
 
 // Should records a recommendation: a miss is a warning and the spec passes.
@@ -259,8 +485,12 @@ func Should(req string, err error) {
 }
 
 // Transport is for errors from the client: it ends the spec with an error
-// verdict for every requirement it names when the target could not be
-// spoken to, and otherwise does nothing.
+// verdict when the target could not be spoken to (a refused connection, a
+// timeout, a broken connection), for every requirement it names and for
+// every requirement of the spec without a verdict of its own (the suite
+// could not observe them), and otherwise does nothing. A set-up step of
+// the spec that names no requirement thus still makes the spec an error,
+// never a failure.
 func Transport(err error, reqs ...string) {
 	GinkgoHelper()
 	if err == nil {
@@ -271,6 +501,9 @@ func Transport(err error, reqs ...string) {
 		Fail(err.Error())
 	}
 	for _, r := range reqs {
+		record(r, evidence.VerdictError, err)
+	}
+	for _, r := range unjudged(specReqs(), "") {
 		record(r, evidence.VerdictError, err)
 	}
 	Fail(Env().Redactor.String(err.Error()))
@@ -322,8 +555,7 @@ func NotApplicable(reason string) {
 // this spec (no receipt id to follow, no outcome to read…): it is
 // unverified, never passed. The spec goes on with its other checks.
 func NothingToCheck(req, reason, remedy string) {
-	v := evidence.Verdict{Req: req, Verdict: evidence.VerdictUnverified, Message: Env().Redactor.String(reason), Remedy: remedy}
-	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+	recordMsg(req, evidence.VerdictUnverified, Env().Redactor.String(reason), remedy)
 }
 
 // NotApplicableTo records that, by what the target did within its rights (a
@@ -331,8 +563,7 @@ func NothingToCheck(req, reason, remedy string) {
 // requirement does not apply in this spec. The spec goes on; the
 // requirement is judged by the other specs that name it.
 func NotApplicableTo(req, reason string) {
-	v := evidence.Verdict{Req: req, Verdict: evidence.VerdictNotApplicable, Message: Env().Redactor.String(reason)}
-	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+	recordMsg(req, evidence.VerdictNotApplicable, Env().Redactor.String(reason), "")
 }
 
 // judgeTraffic runs the OpenAPI oracle over every exchange of the spec:
@@ -423,10 +654,11 @@ func judgeTraffic(st *specState) {
 		if r, _ := reg.Lookup(req); !r.Keyword.Mandatory() {
 			verdict = evidence.VerdictWarn
 		}
-		v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg}
-		AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
+		v := recordMsg(req, verdict, msg, "")
 		if verdict == evidence.VerdictFail {
+			st.vmu.Lock()
 			st.soft = append(st.soft, v)
+			st.vmu.Unlock()
 		}
 	}
 }

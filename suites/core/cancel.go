@@ -79,7 +79,8 @@ var _ = Describe("Task cancellation", func() {
 			id, ms := f.cancelWhileWorking(ctx)
 			final, _ := f.awaitTerminal(ctx, id)
 			if !check.Terminal(final) {
-				suite.Must("CORE-CANCEL-001", fmt.Errorf("GET /v1/tasks/%s: the cancel was answered 200, but %s later the task is still %s; want it CANCELED",
+				// Whatever it became, nothing may replace CANCELED: still checked below.
+				suite.Check("CORE-CANCEL-001", fmt.Errorf("GET /v1/tasks/%s: the cancel was answered 200, but %s later the task is still %s; want it CANCELED",
 					id, suite.Env().Config.Timeouts.Task, final))
 			}
 			if final == check.Completed && !contains(f.reads[id], check.Canceled) {
@@ -105,7 +106,7 @@ var _ = Describe("Task cancellation", func() {
 			suite.Must("CORE-CANCEL-001", check.Status(resp, 200))
 			final, _ := f.awaitTerminal(ctx, id)
 			if final != check.Canceled {
-				suite.Must("CORE-CANCEL-001", fmt.Errorf("%s: the cancel of the WORKING task was accepted, but %s later the task is %s (reads: %s); want CANCELED — its work cannot have finished",
+				suite.Check("CORE-CANCEL-001", fmt.Errorf("%s: the cancel of the WORKING task was accepted, but %s later the task is %s (reads: %s); want CANCELED — its work cannot have finished",
 					resp, suite.Env().Config.Timeouts.Task, final, seqOf(f.reads[id])))
 			}
 			f.verifyCanceledHolds(ctx, id)
@@ -160,14 +161,18 @@ func (f *flow) cancelWhileWorking(ctx context.Context) (string, int) {
 		if resp.Status != 200 && check.Terminal(f.lastRead(ctx, id)) && f.last(id) != check.Canceled {
 			continue // it finished first; cancellation is cooperative
 		}
+		// A refused cancel leaves nothing canceled to check.
 		suite.Must("CORE-CANCEL-001", check.Status(resp, 200))
 		if got, _ := body["id"].(string); got != id {
-			suite.Must("CORE-CANCEL-001", fmt.Errorf("%s: the answer's id is %q, want the Task %s", resp, got, id))
+			suite.Check("CORE-CANCEL-001", fmt.Errorf("%s: the answer's id is %q, want the Task %s", resp, got, id))
 		}
 		suite.Check("CORE-CANCEL-003", check.NoCompletedAt(resp.String(), body))
 		return id, ms
 	}
-	Fail("setup: could not catch a scenario task WORKING to cancel it (reads: " + fmt.Sprint(f.reads) + ")")
+	// Not seeing WORKING is the lifecycle specs' to judge (CORE-LIFE-001);
+	// here it only means there was nothing running to cancel.
+	suite.Unverified("setup: could not catch a scenario task WORKING to cancel it (reads: "+fmt.Sprint(f.reads)+")",
+		"run again on a less loaded machine, or raise --task-timeout; if the tasks never read WORKING, see CORE-LIFE-001")
 	return "", 0
 }
 
@@ -189,13 +194,12 @@ func (f *flow) verifyCanceledHolds(ctx context.Context, id string) {
 	suite.Check("CORE-CANCEL-001", check.StaysCanceled(where, f.reads[id]))
 	suite.Check("CORE-CANCEL-003", check.NoCompletedAt(where, m))
 	evs, err := f.events(ctx, task+"/events")
-	if err != nil {
-		suite.Check("CORE-EVT-001", err)
+	if !suite.CheckBlocks("CORE-EVT-001", err, "CORE-CANCEL-001", "CORE-CANCEL-002") {
 		return
 	}
 	cs, err := check.Changes(id, evs)
 	if err != nil {
-		suite.Check("CORE-LIFE-002", fmt.Errorf("%s/events: %w", where, err))
+		suite.CheckBlocks("CORE-LIFE-002", fmt.Errorf("%s/events: %w", where, err), "CORE-CANCEL-001", "CORE-CANCEL-002")
 		return
 	}
 	states := check.ChangeStatuses(cs)
@@ -233,7 +237,7 @@ func (f *flow) refuseTerminalCancel(ctx context.Context, id string, before map[s
 		"status", "updated_at", "completed_at", "canceled_at", "outcome_id"))
 	evsAfter, errAfter := f.events(ctx, task+"/events")
 	if err := errors.Join(errBefore, errAfter); err != nil {
-		suite.Check("CORE-EVT-001", err)
+		suite.CheckBlocks("CORE-EVT-001", err, "CORE-CANCEL-002")
 		return
 	}
 	csBefore, _ := check.Changes(id, evsBefore)

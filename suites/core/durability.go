@@ -114,7 +114,11 @@ func (d *durability) prepare(ctx context.Context) {
 		k.first = roundTrip(ctx, k.req)
 		m, err := k.first.Object()
 		if k.first.Status/100 != 2 || err != nil || idOf(m) == "" {
-			Fail(fmt.Sprintf("setup: the keyed %s %s did not succeed with a resource id, so this spec cannot run%s", k.what, k.first, hint(k.first)))
+			owner := reqAppend
+			if k.task {
+				owner = reqSubmit
+			}
+			suite.Must(owner, fmt.Errorf("the keyed %s %s did not succeed with a resource id, so this spec cannot run%s", k.what, k.first, hint(k.first)))
 		}
 		// Only what holds before the restart is judged after it: a key that
 		// never replays is CORE-IDEM-*'s failure, not a durability one.

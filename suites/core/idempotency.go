@@ -36,7 +36,10 @@ var _ = Describe("Idempotency", func() {
 		suite.Must("CORE-IDEM-001", check.Status(first, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 		retry := suite.Do(ctx, req, "CORE-IDEM-001")
 		suite.Check("CORE-IDEM-001", check.Replayed(first, retry, "session_id", "input"))
-		items, complete := listAll(ctx, "CORE-IDEM-001", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		items, complete, readable := listAll(ctx, "CORE-IDEM-001", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		if !readable {
+			listFailed("CORE-IDEM-001", "CORE-IDEM-001")
+		}
 		if complete && len(items) != 1 {
 			suite.Check("CORE-IDEM-001", fmt.Errorf("GET /v1/sessions/%s/tasks lists %d tasks after one submit and its retry, want 1", sess, len(items)))
 		}
@@ -68,7 +71,10 @@ var _ = Describe("Idempotency", func() {
 		}
 		id, err := check.OneResource(resps)
 		suite.Check("CORE-IDEM-003", err)
-		items, complete := listAll(ctx, "CORE-IDEM-003", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		items, complete, readable := listAll(ctx, "CORE-IDEM-003", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		if !readable {
+			listFailed("CORE-IDEM-003", "CORE-IDEM-003")
+		}
 		if complete && len(items) != 1 {
 			var ids []string
 			for _, it := range items {
@@ -88,7 +94,10 @@ var _ = Describe("Idempotency", func() {
 		suite.Must("CORE-IDEM-004", check.Status(first, http.StatusOK, http.StatusCreated))
 		retry := suite.Do(ctx, req, "CORE-IDEM-004")
 		suite.Check("CORE-IDEM-004", check.Replayed(first, retry, "role", "parts"))
-		items, complete := listAll(ctx, "CORE-IDEM-004", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		items, complete, readable := listAll(ctx, "CORE-IDEM-004", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		if !readable {
+			listFailed("CORE-IDEM-004", "CORE-IDEM-004")
+		}
 		if complete && len(items) != 1 {
 			suite.Check("CORE-IDEM-004", fmt.Errorf("GET /v1/sessions/%s/messages lists %d messages after one append and its retry, want 1", sess, len(items)))
 		}

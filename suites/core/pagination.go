@@ -21,7 +21,7 @@ func pagedSession(ctx SpecContext, req string, n int) (string, []string) {
 	ids := make([]string, 0, n)
 	for i := range n {
 		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask(fmt.Sprintf("page item %d", i))}, req)
-		ids = append(ids, idOf(succeeded(req, resp)))
+		ids = append(ids, idOf(succeeded(reqSubmit, resp)))
 	}
 	return sess, ids
 }
@@ -46,9 +46,13 @@ var _ = Describe("Pagination", func() {
 		path := "/v1/sessions/" + client.Seg(sess) + "/tasks"
 		for _, n := range []int{1, 2} {
 			resp := suite.Do(ctx, client.Request{Path: path, Query: url.Values{"limit": {strconv.Itoa(n)}}}, "CORE-PAGE-002")
-			suite.Must("CORE-PAGE-002", check.Status(resp, http.StatusOK))
+			if !suite.Check("CORE-PAGE-002", check.Status(resp, http.StatusOK)) {
+				continue
+			}
 			p, err := check.ListPage(resp)
-			suite.Must(reqListShape, err)
+			if !suite.CheckBlocks(reqListShape, err, "CORE-PAGE-002") {
+				continue
+			}
 			suite.Check("CORE-PAGE-002", check.Limit(resp, p, n, len(ids)))
 		}
 		// Out of range: refused as invalid, or clamped into a valid page.

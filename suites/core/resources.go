@@ -25,7 +25,23 @@ const (
 	reqErrTable  = "CORE-ERR-003"
 	reqNoKeyEcho = "CORE-AUTH-004"
 	reqListShape = "CORE-PAGE-001"
+	// The requirements that own the set-up steps of other specs: a spec
+	// that cannot create its session or submit its task records the
+	// failure under these, and its own requirements are blocked by it.
+	reqSessionCreate = "CORE-READ-010"
+	reqSubmit        = "CORE-TASK-001"
+	reqAppend        = "CORE-READ-011"
 )
+
+// resourceReqs are the requirements observeResource checks on a resource
+// of kind: what a read that fails keeps from being checked.
+func resourceReqs(kind string) []string {
+	reqs := []string{reqEnvelope, reqTimes, reqObject, reqEnums}
+	if id, ok := fieldsReq[kind]; ok {
+		reqs = append(reqs, id)
+	}
+	return reqs
+}
 
 // fieldsReq is the requirement that lists a kind's required fields.
 var fieldsReq = map[string]string{
@@ -56,7 +72,8 @@ func observeError(resp *client.Response) (check.APIError, bool) {
 	suite.Check(reqNoKeyEcho, check.NoSecret(resp, suite.Env().Redactor.Contains))
 	e, err := check.Envelope(resp)
 	if err != nil {
-		suite.Check(reqErrShape, err)
+		// No envelope, no code to hold to the table.
+		suite.CheckBlocks(reqErrShape, err, reqErrTable)
 		return e, false
 	}
 	suite.Check(reqErrTable, check.Consistent(resp, e))
@@ -99,7 +116,7 @@ func orQuoted(xs []string) string {
 }
 
 // readObject GETs path and decodes a JSON object; anything else ends the
-// spec as req's failure.
+// spec as req's failure (use it when the rest of the spec needs the object).
 func readObject(ctx context.Context, req, path string, query url.Values) (*client.Response, map[string]any) {
 	GinkgoHelper()
 	resp := suite.Do(ctx, client.Request{Path: path, Query: query}, req)
@@ -108,6 +125,24 @@ func readObject(ctx context.Context, req, path string, query url.Values) (*clien
 	m, err := resp.Object()
 	suite.Must(req, err)
 	return resp, m
+}
+
+// tryObject GETs path and decodes a JSON object; anything else is req's
+// failure, and blocks (the requirements the caller would check on the
+// object) are recorded as blocked by it. The spec goes on; ok says whether
+// there is an object to check.
+func tryObject(ctx context.Context, req, path string, query url.Values, blocks ...string) (*client.Response, map[string]any, bool) {
+	GinkgoHelper()
+	resp := suite.Do(ctx, client.Request{Path: path, Query: query}, req)
+	observe(resp)
+	if !suite.CheckBlocks(req, check.Status(resp, http.StatusOK), blocks...) {
+		return resp, nil, false
+	}
+	m, err := resp.Object()
+	if !suite.CheckBlocks(req, err, blocks...) {
+		return resp, nil, false
+	}
+	return resp, m, true
 }
 
 // observe records what every answer is checked for, whatever the spec
@@ -155,7 +190,9 @@ func newSession(ctx context.Context, req string) (*client.Response, map[string]a
 	ws := workspaceFor(ctx, req)
 	resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions",
 		Body: map[string]any{"workspace_id": ws, "metadata": map[string]any{"conform.run": suite.Env().RunID}}}, req)
-	return resp, succeeded(req, resp)
+	// Creating the session is CORE-READ-010's: a spec that cannot is
+	// blocked by that failure, not failed for it.
+	return resp, succeeded(reqSessionCreate, resp)
 }
 
 // sessionID creates a Session and returns its id.
@@ -210,8 +247,11 @@ func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, m
 
 // listAll follows next_cursor from the first page of path and returns every
 // item. It stops after maxPages so a target that never ends its list cannot
-// hang the spec; complete says whether the list ended.
-func listAll(ctx context.Context, req, path string, query url.Values) (items []map[string]any, complete bool) {
+// hang the spec; complete says whether the list ended. A page that is not
+// a 200 is req's failure, one that is no list envelope CORE-PAGE-001's;
+// either way the spec goes on with readable false (and complete false),
+// and the caller says what the list's failure blocked (suite.Blocked).
+func listAll(ctx context.Context, req, path string, query url.Values) (items []map[string]any, complete, readable bool) {
 	GinkgoHelper()
 	const maxPages = 50
 	q := url.Values{}
@@ -221,16 +261,28 @@ func listAll(ctx context.Context, req, path string, query url.Values) (items []m
 	for range maxPages {
 		resp := suite.Do(ctx, client.Request{Path: path, Query: q}, req)
 		observe(resp)
-		suite.Must(req, check.Status(resp, http.StatusOK))
+		if !suite.Check(req, check.Status(resp, http.StatusOK)) {
+			return items, false, false
+		}
 		p, err := check.ListPage(resp)
-		suite.Must(reqListShape, err)
+		if !suite.Check(reqListShape, err) {
+			return items, false, false
+		}
 		items = append(items, p.Items...)
 		if !p.HasMore {
-			return items, true
+			return items, true, true
 		}
 		q.Set("cursor", p.NextCursor)
 	}
-	return items, false
+	return items, false, true
+}
+
+// listFailed is the requirement a failed listAll of req recorded its
+// failure under (the status under req, the envelope under CORE-PAGE-001),
+// for suite.Blocked.
+func listFailed(req string, blocks ...string) {
+	suite.Blocked(req, blocks...)
+	suite.Blocked(reqListShape, blocks...)
 }
 
 var _ = Describe("Resource reads", func() {
@@ -240,7 +292,10 @@ var _ = Describe("Resource reads", func() {
 		observeResource(created, "session", s)
 		id := idOf(s)
 		for range 2 {
-			resp, got := readObject(ctx, "CORE-READ-010", "/v1/sessions/"+client.Seg(id), nil)
+			resp, got, ok := tryObject(ctx, "CORE-READ-010", "/v1/sessions/"+client.Seg(id), nil, append(resourceReqs("session"), "CORE-ID-001")...)
+			if !ok {
+				continue
+			}
 			suite.Check("CORE-ID-001", check.SameID(resp, got, id))
 			observeResource(resp, "session", got)
 		}
@@ -254,15 +309,22 @@ var _ = Describe("Resource reads", func() {
 		suite.Check("CORE-READ-011", check.Status(resp, http.StatusCreated))
 		observeResource(resp, "message", msg)
 		id := idOf(msg)
-		read, got := readObject(ctx, "CORE-READ-011", "/v1/messages/"+client.Seg(id), nil)
-		suite.Check("CORE-ID-001", check.SameID(read, got, id))
-		observeResource(read, "message", got)
-		items, complete := listAll(ctx, "CORE-READ-011", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		read, got, readOK := tryObject(ctx, "CORE-READ-011", "/v1/messages/"+client.Seg(id), nil, append(resourceReqs("message"), "CORE-ID-001", "CORE-ID-002")...)
+		if readOK {
+			suite.Check("CORE-ID-001", check.SameID(read, got, id))
+			observeResource(read, "message", got)
+		}
+		items, complete, listed := listAll(ctx, "CORE-READ-011", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		if !listed {
+			listFailed("CORE-READ-011", "CORE-ID-002")
+		}
 		found := false
 		for _, it := range items {
 			if idOf(it) == id {
 				found = true
-				suite.Check("CORE-ID-002", check.Agree(read, it, got, "role"))
+				if readOK {
+					suite.Check("CORE-ID-002", check.Agree(read, it, got, "role"))
+				}
 			}
 		}
 		if !found && complete {
@@ -276,9 +338,13 @@ var _ = Describe("Resource reads", func() {
 		for i := range 3 {
 			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages",
 				Body: map[string]any{"message": textMessage("user", fmt.Sprintf("turn %d", i+1))}}, "CORE-READ-012")
-			want = append(want, idOf(succeeded("CORE-READ-012", resp)))
+			want = append(want, idOf(succeeded(reqAppend, resp)))
 		}
-		items, complete := listAll(ctx, "CORE-READ-012", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		items, complete, readable := listAll(ctx, "CORE-READ-012", "/v1/sessions/"+client.Seg(sess)+"/messages", nil)
+		if !readable {
+			listFailed("CORE-READ-012", "CORE-READ-012")
+			return
+		}
 		if !complete {
 			suite.Must("CORE-READ-012", fmt.Errorf("GET /v1/sessions/%s/messages: a list of 3 messages did not end within the page bound", sess))
 		}
@@ -292,20 +358,28 @@ var _ = Describe("Resource reads", func() {
 	It("reads a Task, its Outcome and its Events with stable ids and valid shapes", suite.Req("CORE-READ-004", "CORE-READ-008", "CORE-READ-014", "CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002"), func(ctx SpecContext) {
 		sess := sessionID(ctx, "CORE-READ-004")
 		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("read me")}, "CORE-READ-004")
-		task := succeeded("CORE-READ-004", sub)
+		task := succeeded(reqSubmit, sub)
 		observeResource(sub, "task", task)
 		id := idOf(task)
 		_, final := awaitTerminal(ctx, "CORE-READ-004", id)
 		var read *client.Response
 		var got map[string]any
+		readOK := false
 		for range 2 {
-			read, got = readObject(ctx, "CORE-READ-004", "/v1/tasks/"+client.Seg(id), nil)
+			r, m, ok := tryObject(ctx, "CORE-READ-004", "/v1/tasks/"+client.Seg(id), nil, append(resourceReqs("task"), "CORE-ID-001", "CORE-ID-002")...)
+			if !ok {
+				continue
+			}
+			read, got, readOK = r, m, true
 			suite.Check("CORE-ID-001", check.SameID(read, got, id))
 			observeResource(read, "task", got)
 		}
-		tasks, _ := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		tasks, _, listed := listAll(ctx, "CORE-READ-004", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
+		if !listed {
+			listFailed("CORE-READ-004", "CORE-ID-002")
+		}
 		for _, it := range tasks {
-			if idOf(it) == id {
+			if idOf(it) == id && readOK {
 				suite.Check("CORE-ID-002", check.Agree(read, it, got, "session_id", "workspace_id"))
 			}
 		}
@@ -313,7 +387,7 @@ var _ = Describe("Resource reads", func() {
 		// The Outcome: by the Task's outcome_id when it names one, else by
 		// the outcome list (a completed Task SHOULD have one; the spec only
 		// reads what exists).
-		outcomes, complete := listAll(ctx, "CORE-READ-008", "/v1/outcomes", url.Values{"task_id": {id}})
+		outcomes, complete, _ := listAll(ctx, "CORE-READ-008", "/v1/outcomes", url.Values{"task_id": {id}})
 		oid, _ := final["outcome_id"].(string)
 		if oid == "" {
 			for _, o := range outcomes {
@@ -323,11 +397,12 @@ var _ = Describe("Resource reads", func() {
 			}
 		}
 		if oid != "" {
-			resp, o := readObject(ctx, "CORE-READ-008", "/v1/outcomes/"+client.Seg(oid), nil)
-			suite.Check("CORE-ID-001", check.SameID(resp, o, oid))
-			observeResource(resp, "outcome", o)
-			if o["task_id"] != id {
-				suite.Check("CORE-READ-008", fmt.Errorf("%s: task_id = %v, want %q (the task whose outcome_id names it)", resp, o["task_id"], id))
+			if resp, o, ok := tryObject(ctx, "CORE-READ-008", "/v1/outcomes/"+client.Seg(oid), nil, append(resourceReqs("outcome"), "CORE-ID-001")...); ok {
+				suite.Check("CORE-ID-001", check.SameID(resp, o, oid))
+				observeResource(resp, "outcome", o)
+				if o["task_id"] != id {
+					suite.Check("CORE-READ-008", fmt.Errorf("%s: task_id = %v, want %q (the task whose outcome_id names it)", resp, o["task_id"], id))
+				}
 			}
 			if complete && !slices.ContainsFunc(outcomes, func(x map[string]any) bool { return idOf(x) == oid }) {
 				suite.Check("CORE-READ-008", fmt.Errorf("GET /v1/outcomes?task_id=%s: outcome %q is not listed (%d items)", id, oid, len(outcomes)))
@@ -337,12 +412,19 @@ var _ = Describe("Resource reads", func() {
 		// One Event, by id, as the Event resource. Event lists page with
 		// after_event_id, so only the first page is read here.
 		evResp := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(id) + "/events"}, "CORE-READ-001")
-		suite.Must("CORE-READ-001", check.Status(evResp, http.StatusOK))
+		if !suite.CheckBlocks("CORE-READ-001", check.Status(evResp, http.StatusOK), "CORE-READ-014") {
+			return
+		}
 		evs, err := check.ListPage(evResp)
-		suite.Must(reqListShape, err)
+		if !suite.CheckBlocks(reqListShape, err, "CORE-READ-014") {
+			return
+		}
 		for _, listed := range evs.Items {
 			eid := idOf(listed)
-			resp, e := readObject(ctx, "CORE-READ-014", "/v1/events/"+client.Seg(eid), nil)
+			resp, e, ok := tryObject(ctx, "CORE-READ-014", "/v1/events/"+client.Seg(eid), nil, append(resourceReqs("event"), "CORE-ID-001")...)
+			if !ok {
+				continue
+			}
 			suite.Check("CORE-ID-001", check.SameID(resp, e, eid))
 			observeResource(resp, "event", e)
 			suite.Check("CORE-READ-014", check.SameEvent(resp, listed, e))
@@ -355,7 +437,10 @@ var _ = Describe("Resource reads", func() {
 		suite.Check("CORE-ID-001", check.SameID(resp, a, id))
 		observeResource(resp, "artifact", a)
 		found := false
-		items, complete := listAll(ctx, "CORE-READ-007", "/v1/artifacts", filter)
+		items, complete, listed := listAll(ctx, "CORE-READ-007", "/v1/artifacts", filter)
+		if !listed {
+			listFailed("CORE-READ-007", "CORE-ID-002")
+		}
 		for _, it := range items {
 			if idOf(it) == id {
 				found = true
@@ -402,10 +487,14 @@ func artifactFor(ctx context.Context, req string) (string, url.Values) {
 			map[string]any{"op": "complete", "summary": "artifact made"},
 		}}}
 		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: body}, req)
-		id := idOf(succeeded(req, sub))
+		id := idOf(succeeded(reqSubmit, sub))
 		awaitTerminal(ctx, req, id)
 		filter := url.Values{"task_id": {id}}
-		items, _ := listAll(ctx, req, "/v1/artifacts", filter)
+		items, _, listed := listAll(ctx, req, "/v1/artifacts", filter)
+		if !listed {
+			// No list, no artifact to read: nothing else can run.
+			suite.Stop(req, reqListShape)
+		}
 		for _, a := range items {
 			if a["task_id"] == id {
 				return idOf(a), filter

@@ -53,7 +53,7 @@ var _ = Describe("Task submit", func() {
 		var want []string
 		for i, sess := range []string{mine, mine, other} {
 			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask(fmt.Sprintf("list me %d", i))}, "CORE-TASK-003")
-			task := succeeded("CORE-TASK-003", resp)
+			task := succeeded(reqSubmit, resp)
 			if sess == mine {
 				want = append(want, idOf(task))
 			}
@@ -65,7 +65,11 @@ var _ = Describe("Task submit", func() {
 			{"/v1/sessions/" + client.Seg(mine) + "/tasks", nil},
 			{"/v1/tasks", url.Values{"session_id": {mine}}},
 		} {
-			items, complete := listAll(ctx, "CORE-PAGE-001", src.path, src.query)
+			items, complete, readable := listAll(ctx, "CORE-PAGE-001", src.path, src.query)
+			if !readable {
+				listFailed("CORE-PAGE-001", "CORE-TASK-003")
+				continue
+			}
 			if !complete {
 				suite.Check("CORE-TASK-003", fmt.Errorf("GET %s?%s: a list of %d tasks did not end within the page bound", src.path, src.query.Encode(), len(want)))
 				continue
@@ -93,7 +97,10 @@ var _ = Describe("Task submit", func() {
 			return
 		}
 		q := url.Values{"workspace_id": {ws}}
-		items, complete := listAll(ctx, "CORE-PAGE-001", "/v1/tasks", q)
+		items, complete, readable := listAll(ctx, "CORE-PAGE-001", "/v1/tasks", q)
+		if !readable {
+			listFailed("CORE-PAGE-001", "CORE-TASK-003")
+		}
 		var ids, foreign []string
 		for _, it := range items {
 			ids = append(ids, idOf(it))
