@@ -30,6 +30,9 @@ type Health struct {
 
 // answered records an HTTP answer of any status.
 func (h *Health) answered() {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped == "" {
@@ -41,7 +44,7 @@ func (h *Health) answered() {
 // caller itself cancelled (a spec that stopped waiting) says nothing about
 // the target and is not counted.
 func (h *Health) unanswered(ctx context.Context, err error) {
-	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+	if h == nil || ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
 	h.mu.Lock()
@@ -58,6 +61,9 @@ func (h *Health) unanswered(ctx context.Context, err error) {
 // check returns ErrTargetStopped (with the last failure) once the target
 // is taken for gone.
 func (h *Health) check() error {
+	if h == nil {
+		return nil
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped != "" {
@@ -68,6 +74,9 @@ func (h *Health) check() error {
 
 // Stopped returns why the target was taken for gone, or "".
 func (h *Health) Stopped() string {
+	if h == nil {
+		return ""
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.stopped
@@ -79,16 +88,19 @@ func (c *Client) Health() *Health { return c.health }
 // Reset forgets past misses: the run restarted the target on purpose, and
 // it answers again.
 func (h *Health) Reset() {
+	if h == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.inARow, h.stopped = 0, ""
 }
 
-// Detached returns a copy of c with a health of its own, for polls that
-// expect no answer for a while (a target restarting): their misses must
-// not stop the run.
+// Detached returns a copy of c that keeps no count of misses, for polls
+// that expect no answer for a while (a target starting or restarting):
+// their misses must not stop the run, and they must keep being sent.
 func (c *Client) Detached() *Client {
 	cp := *c
-	cp.health = &Health{}
+	cp.health = nil
 	return &cp
 }

@@ -73,6 +73,9 @@ var pollEvery = 250 * time.Millisecond
 // passes — for CI jobs that start the target in the background. The
 // response is the last answer.
 func Reach(ctx context.Context, c *client.Client, wait time.Duration) (*client.Response, *Problem) {
+	// A target still starting refuses connections: those misses are the
+	// wait's, not a target that stopped answering.
+	c = c.Detached()
 	deadline := time.Now().Add(wait)
 	var last string
 	for {

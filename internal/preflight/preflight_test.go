@@ -73,23 +73,27 @@ func TestReachWaitsForTheTarget(t *testing.T) {
 	var calls atomic.Int32
 	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch n := calls.Add(1); {
-		case n <= 2:
+		case n <= client.StoppedAfter+1:
 			// The connection breaks: a transport error, as while a
 			// target is starting.
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
-		case n <= 4:
+		case n <= client.StoppedAfter+3:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		default:
 			discovery(w, r)
 		}
 	})
-	resp, p := Reach(context.Background(), newClient(t, url), time.Hour)
+	c := newClient(t, url)
+	resp, p := Reach(context.Background(), c, time.Hour)
 	if p != nil {
 		t.Fatalf("waited target: %v", p)
 	}
-	if resp.Status != http.StatusOK || calls.Load() != 5 {
-		t.Fatalf("status %d after %d polls, want 200 after 5", resp.Status, calls.Load())
+	if want := int32(client.StoppedAfter + 4); resp.Status != http.StatusOK || calls.Load() != want {
+		t.Fatalf("status %d after %d polls, want 200 after %d", resp.Status, calls.Load(), want)
+	}
+	if why := c.Health().Stopped(); why != "" {
+		t.Fatalf("the wait's refused connections stopped the run: %s", why)
 	}
 }
 
