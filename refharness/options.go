@@ -196,6 +196,26 @@ const (
 	FaultIdempotencyByteCompare Fault = "idempotency-byte-compare" // retries are compared by raw body bytes: an equivalent body with reordered keys gets 409
 )
 
+// Agent card signing faults (card.go), issue 10: each breaks the card's
+// signature under harn-card-sig.v1 (docs/card-signing.md) one way.
+const (
+	FaultCardUnsigned       Fault = "card-unsigned"            // the agent card carries no signature
+	FaultCardSignatureStale Fault = "card-signature-stale"     // the card is edited after signing: its signature no longer verifies
+	FaultCardSignsRawJSON   Fault = "card-signs-raw-json"      // the card is signed over its indented JSON text, not its RFC 8785 canonical bytes
+	FaultCardNoKeyID        Fault = "card-signature-no-key-id" // the card's signature object names no key_id (the signature itself is right)
+)
+
+// OAuth2 faults (oauth.go), issue 10: each breaks one EXT-OAUTH requirement.
+const (
+	FaultOAuthAcceptsExpired   Fault = "oauth-accepts-expired"     // access tokens are accepted after their exp
+	FaultOAuthIgnoresAudience  Fault = "oauth-ignores-audience"    // access tokens minted for another audience are accepted
+	FaultOAuthIgnoresIssuer    Fault = "oauth-ignores-issuer"      // a token the harness's key signed is accepted whatever its iss (the shared-key multi-issuer mistake)
+	FaultOAuthSkipsSignature   Fault = "oauth-skips-signature"     // access token signatures are not verified: a token with edited claims is accepted
+	FaultOAuthReadsIgnoreScope Fault = "oauth-reads-ignore-scopes" // reads (GET) take any valid access token whatever its scope; writes still need theirs
+	FaultOAuthNotOnStreams     Fault = "oauth-not-on-streams"      // SSE streams refuse access tokens (401) and take only API keys
+	FaultOAuthReadScopeWrites  Fault = "oauth-read-scope-writes"   // a resource's read scope also grants its writes (a SHOULD: scopes name resource actions)
+)
+
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
 	return []Fault{
@@ -221,6 +241,9 @@ func AllFaults() []Fault {
 		FaultCancelNoop, FaultLowercaseStatus, FaultPlainSkipsWork, FaultAuthOnlyOnTasks, FaultVersionOnlyOnTasks, FaultClosedTakesTasks,
 		FaultReceiptCostInconsistent, FaultReceiptDropsArtifacts, FaultReceiptSignsDigest,
 		FaultEventsNotScoped, FaultEventIDsNotMonotonic, FaultTerminalAcceptsMessage, FaultIdempotencyByteCompare,
+		FaultCardUnsigned, FaultCardSignatureStale, FaultCardSignsRawJSON, FaultCardNoKeyID,
+		FaultOAuthAcceptsExpired, FaultOAuthIgnoresAudience, FaultOAuthIgnoresIssuer, FaultOAuthSkipsSignature,
+		FaultOAuthReadsIgnoreScope, FaultOAuthNotOnStreams, FaultOAuthReadScopeWrites,
 	}
 }
 
@@ -264,9 +287,16 @@ const (
 	VariantReceiptUnsigned      Variant = "receipt-unsigned"       // receipts carry no signatures; no key directory is advertised and the directory is empty
 )
 
+// VariantNoOAuthTestTokens hides the conform.oauth_test_tokens hook
+// (oauth.go), as on a third-party server: discovery does not advertise it
+// and the token endpoint ignores conform_test_token, so the suite has no
+// expired, wrong-audience or wrong-issuer token unless the operator gives
+// it one.
+const VariantNoOAuthTestTokens Variant = "no-oauth-test-tokens"
+
 // AllVariants lists every variant.
 func AllVariants() []Variant {
 	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
 		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent,
-		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly}
+		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly, VariantNoOAuthTestTokens}
 }

@@ -46,6 +46,7 @@ type Server struct {
 	idemWrites int
 	table      []route
 	rkey       signingKey // signs receipts (receipts_api.go)
+	okey       signingKey // signs OAuth2 access tokens (oauth.go)
 
 	ctx    context.Context // canceled by Close; stops workers and streams
 	stop   context.CancelFunc
@@ -103,6 +104,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.loadReceiptKey(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.loadOAuthKey(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -169,13 +174,6 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 		}
 		last[e.Resource] = e.ID
 	}
-	var rec []byte
-	if s.jl != nil {
-		var err error
-		if rec, err = json.Marshal(c); err != nil {
-			return 0, err
-		}
-	}
 	if err := s.st.apply(c, s.opts.EventRetention); err != nil {
 		return 0, err
 	}
@@ -185,7 +183,10 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	if s.jl == nil {
 		return 0, nil
 	}
-	seq, err := s.jl.Append(rec)
+	// The record is encoded by the journal's flusher, after s.mu is released:
+	// a commit's values never change once committed (every change is a new
+	// commit of new values), so encoding it later gives the same bytes.
+	seq, err := s.jl.AppendLazy(func() ([]byte, error) { return json.Marshal(c) })
 	if err != nil {
 		return 0, err
 	}
@@ -333,10 +334,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if path == "/v1" {
-			s.writeJSON(w, http.StatusOK, s.advertiseKeyDirectory(s.discovery()))
+			s.writeJSON(w, http.StatusOK, s.advertiseOAuth(s.advertiseKeyDirectory(s.discovery())))
 		} else {
-			s.writeJSON(w, http.StatusOK, s.agentCard(baseURL(r)))
+			s.serveCard(w, r) // signed: card.go
 		}
+		return
+	}
+	if path == OAuthTokenPath {
+		s.serveToken(w, r) // oauth.go
 		return
 	}
 	if !strings.HasPrefix(path, "/v1/") {
@@ -396,6 +401,9 @@ func (s *Server) authenticate(r *http.Request) (string, *apiError) {
 	}
 	if actor, ok := s.opts.APIKeys[key]; ok && key != "" {
 		return actor, nil
+	}
+	if actor, e, ok := s.bearerToken(r, key); ok { // an OAuth2 access token: oauth.go
+		return actor, e
 	}
 	if s.opts.Faults.Has(FaultAcceptAnyKey) {
 		return "actor_anonymous", nil

@@ -332,10 +332,19 @@ func TestCoverageGate(t *testing.T) {
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatal(err)
 	}
+	// A finished level (Core, Receipts) must cover every observable MUST.
+	// A level still being built (Extended, Replay) is gated area by area
+	// (EXT-CARD, EXT-OAUTH, …): once one requirement of an area has a
+	// spec, every observable MUST of that area needs one.
+	finished := map[string]bool{"core": true, "receipts": true}
+	area := func(id string) string { return id[:strings.LastIndex(id, "-")] }
 	implemented := map[string]bool{}
 	for _, r := range rows {
 		if len(r.Specs) > 0 {
-			implemented[r.Level] = true
+			implemented[area(r.ID)] = true
+			if r.Level == "core" {
+				implemented["core"] = true
+			}
 		}
 	}
 	if !implemented["core"] {
@@ -343,7 +352,8 @@ func TestCoverageGate(t *testing.T) {
 	}
 	for _, r := range rows {
 		mandatory := r.Keyword == "MUST" || r.Keyword == "MUST NOT"
-		if implemented[r.Level] && mandatory && r.Observable && len(r.Specs) == 0 && r.Exclusion == "" {
+		gated := finished[r.Level] || implemented[area(r.ID)]
+		if gated && mandatory && r.Observable && len(r.Specs) == 0 && r.Exclusion == "" {
 			t.Errorf("%s (%s %s) is observable but no spec verifies it and it has no exclusion", r.ID, r.Level, r.Keyword)
 		}
 	}

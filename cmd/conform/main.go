@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/harn-conform/conform/internal/cardcli"
 	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/receiptcli"
 	"github.com/harn-conform/conform/internal/reportcli"
@@ -82,6 +83,7 @@ commands:
   serve                 run the reference Harness (--addr, --data, --api-key-file)
   list                  list the requirements and the specs that verify them
   receipt verify FILE…  verify receipts offline (RFC 8785 + SHA-256 + signatures)
+  card verify FILE      verify a HarnAgentCard's signatures offline (docs/card-signing.md)
   tape diff A B         compare two event tapes with the fidelity oracle
   tape validate FILE…   check a tape and its content-addressed sidecar
   baseline write --report conform.json [--out FILE]
@@ -142,6 +144,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code, err = cmdList(args[1:], stdout, stderr)
 	case "receipt":
 		return receiptcli.Main(args[1:], stdin, stdout, stderr)
+	case "card":
+		return cardcli.Main(args[1:], stdout, stderr)
 	case "baseline", "report":
 		return reportcli.Main(args, stdout, stderr)
 	case "tape":

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/config"
@@ -18,6 +19,7 @@ import (
 
 	// The suites register their specs by import.
 	_ "github.com/harn-conform/conform/suites/core"
+	_ "github.com/harn-conform/conform/suites/extended"
 	_ "github.com/harn-conform/conform/suites/receipts"
 )
 
@@ -63,7 +65,11 @@ func envOnly(w io.Writer, skip map[string]bool) {
 			fmt.Fprintln(w, "\nenvironment or config file only:")
 			first = false
 		}
-		fmt.Fprintf(w, "  %s (file key %s) %s\n        %s\n", s.Env, s.Key, s.Kind, s.Help)
+		where := "file key " + s.Key
+		if s.NoFile {
+			where = "environment only"
+		}
+		fmt.Fprintf(w, "  %s (%s) %s\n        %s\n", s.Env, where, s.Kind, s.Help)
 	}
 }
 
@@ -73,6 +79,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 	if self {
 		name = "selftest"
 		skip["target"], skip["api_key"], skip["api_key_file"], skip["ca_file"], skip["restart_cmd"] = true, true, true, true, true
+		for _, s := range config.Settings() {
+			if strings.HasPrefix(s.Key, "oauth_") {
+				skip[s.Key] = true // the built-in harness's OAuth2 client is its own
+			}
+		}
 	}
 	fs := flag.NewFlagSet("conform "+name, flag.ContinueOnError)
 	cfgFile := fs.String("config", "", "configuration file, YAML or JSON (env CONFORM_CONFIG)")
@@ -122,6 +133,9 @@ undecided (the tool could not decide)
 			case config.EnvName("target"), config.EnvName("api_key"), config.EnvName("api_key_file"), config.EnvName("restart_cmd"):
 				return ""
 			}
+			if strings.HasPrefix(k, "CONFORM_OAUTH_") {
+				return ""
+			}
 			return os.Getenv(k)
 		}
 	}
@@ -138,6 +152,7 @@ undecided (the tool could not decide)
 		}
 		defer h.Close()
 		cfg.Target, cfg.APIKey = h.URL, h.APIKey
+		cfg.OAuth = config.OAuth{ClientID: h.Actor, Secret: h.APIKey} // refharness/oauth.go: its actor is its OAuth2 client
 		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL+
 			"; the durability checks restart it in-process over the same data directory")
 		restart = h.Restart

@@ -187,6 +187,11 @@ func (c *Client) Recorder() *Recorder { return c.rec }
 // Options returns the client's options (with the key; never print them).
 func (c *Client) Options() Options { return c.opts }
 
+// HTTPClient is the client's HTTP client (its transport carries the CA
+// roots), for requests to the target's side services such as an OAuth2
+// token endpoint, which are not protocol operations and are not recorded.
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
 // Redactor is the client's redactor (never nil).
 func (c *Client) Redactor() *redact.Redactor {
 	if c.opts.Redactor == nil {

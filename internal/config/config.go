@@ -79,6 +79,25 @@ type Config struct {
 	// JUnit is the granularity of junit.xml: "requirement" (one testcase
 	// per requirement, the default) or "spec" (one per Ginkgo spec).
 	JUnit string
+	// OAuth is the OAuth2 client-credentials side of the run (Extended
+	// level, docs/oauth.md).
+	OAuth OAuth
+}
+
+// OAuth configures how the run gets OAuth2 access tokens from the target's
+// token endpoint, and the refused-token fixtures of a third-party target.
+type OAuth struct {
+	TokenURL   string   // token endpoint; "" = the one the agent card advertises
+	ClientID   string   //
+	Secret     string   // client secret; never printed
+	SecretFile string   // where Secret came from, if a file
+	Scope      []string // scope of the run's token; nil = the server's default
+	Audience   string   // sent as "audience" when set
+	// The tokens the target must refuse, when the operator supplies them
+	// (never printed). Without them the reference Harness's test-token hook
+	// is used, if the target offers it.
+	ExpiredToken, WrongAudienceToken, WrongIssuerToken             string
+	ExpiredTokenFile, WrongAudienceTokenFile, WrongIssuerTokenFile string
 }
 
 // JUnit granularities.
@@ -106,6 +125,9 @@ type setting struct {
 	// noFlag settings come only from the environment or the file: a flag's
 	// value would be visible in process listings.
 	noFlag bool
+	// noFile settings are refused in a config file (secrets: use the
+	// setting's _file sibling or the environment).
+	noFile bool
 	kind   string // the value's type as -h shows it: duration, int, list, file, url, string…
 	help   string
 	set    func(*Config, string) error
@@ -145,7 +167,7 @@ func stringSetting(key, kind, help string, field func(*Config) *string) setting 
 
 var settings = []setting{
 	stringSetting("target", "url", "base URL of the Harness under test (a path prefix is fine); under go test, unset means the built-in reference Harness", func(c *Config) *string { return &c.Target }),
-	{key: "api_key", secret: true, kind: "key", help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or --api-key-file)",
+	{key: "api_key", secret: true, noFile: true, kind: "key", help: "bearer API key (visible in process listings as a flag: prefer CONFORM_API_KEY or --api-key-file)",
 		set: func(c *Config, v string) error { c.APIKey = strings.TrimSpace(v); return nil },
 		get: func(c *Config) string { return c.APIKey }},
 	{key: "api_key_file", kind: "file", help: "file whose first line is the bearer API key",
@@ -236,6 +258,55 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return c.JUnit }},
 	durationSetting("restart_timeout", "limit on the restart command, and then on the target answering GET /v1 again", func(c *Config) *time.Duration { return &c.Timeouts.Restart }, time.Second, time.Hour),
+
+	// OAuth2 client credentials (Extended level, docs/oauth.md).
+	stringSetting("oauth_token_url", "url", "OAuth2 token endpoint of the target (client credentials, RFC 6749 §4.4); unset: the one the agent card advertises in a2a_card.securitySchemes, if it is on the target's own origin", func(c *Config) *string { return &c.OAuth.TokenURL }),
+	stringSetting("oauth_client_id", "id", "OAuth2 client id for the client-credentials checks (the secret comes from CONFORM_OAUTH_CLIENT_SECRET or --oauth-client-secret-file)", func(c *Config) *string { return &c.OAuth.ClientID }),
+	secretSetting("oauth_client_secret", "OAuth2 client secret; environment only (a flag's value would be visible in process listings): see oauth_client_secret_file", func(c *Config) *string { return &c.OAuth.Secret }),
+	secretFileSetting("oauth_client_secret_file", "OAuth2 client secret", func(c *Config) (*string, *string) { return &c.OAuth.SecretFile, &c.OAuth.Secret }),
+	{key: "oauth_scope", kind: "list", help: "scopes of the run's access token, comma- or space-separated (unset: the server's default scope); it must allow the operations the checks call",
+		set: func(c *Config, v string) error {
+			c.OAuth.Scope = strings.Fields(strings.ReplaceAll(v, ",", " "))
+			return nil
+		},
+		get: func(c *Config) string { return strings.Join(c.OAuth.Scope, ",") }},
+	stringSetting("oauth_audience", "string", "sent as the audience parameter of token requests, for authorization servers that need one to pick the API (unset: not sent)", func(c *Config) *string { return &c.OAuth.Audience }),
+	secretSetting("oauth_expired_token", "an expired access token from the target's issuer, for EXT-OAUTH-004 on a target without the conform.oauth_test_tokens hook; environment only: see oauth_expired_token_file", func(c *Config) *string { return &c.OAuth.ExpiredToken }),
+	secretFileSetting("oauth_expired_token_file", "expired access token", func(c *Config) (*string, *string) { return &c.OAuth.ExpiredTokenFile, &c.OAuth.ExpiredToken }),
+	secretSetting("oauth_wrong_audience_token", "an unexpired access token from the target's issuer minted for another audience, for EXT-OAUTH-003; environment only: see oauth_wrong_audience_token_file", func(c *Config) *string { return &c.OAuth.WrongAudienceToken }),
+	secretFileSetting("oauth_wrong_audience_token_file", "wrong-audience access token", func(c *Config) (*string, *string) {
+		return &c.OAuth.WrongAudienceTokenFile, &c.OAuth.WrongAudienceToken
+	}),
+	secretSetting("oauth_wrong_issuer_token", "an unexpired access token for the target's audience from an issuer it must not trust (ideally signed by a key it does trust), for EXT-OAUTH-002; environment only: see oauth_wrong_issuer_token_file", func(c *Config) *string { return &c.OAuth.WrongIssuerToken }),
+	secretFileSetting("oauth_wrong_issuer_token_file", "wrong-issuer access token", func(c *Config) (*string, *string) { return &c.OAuth.WrongIssuerTokenFile, &c.OAuth.WrongIssuerToken }),
+}
+
+// secretSetting is a secret value that comes only from the environment: a
+// flag's value would be visible in process listings, and a config file is
+// often committed (its _file sibling names a file instead).
+func secretSetting(key, help string, field func(*Config) *string) setting {
+	return setting{key: key, secret: true, noFlag: true, noFile: true, kind: "key", help: help,
+		set: func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return *field(c) },
+	}
+}
+
+// secretFileSetting names a file whose first line is a secret (what): it
+// sets both the path and the secret.
+func secretFileSetting(key, what string, field func(*Config) (path, secret *string)) setting {
+	return setting{key: key, kind: "file", help: "file whose first line is the " + what,
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			secret, err := readSecretFile(v, what)
+			if err != nil {
+				return err
+			}
+			p, sec := field(c)
+			*p, *sec = v, secret
+			return nil
+		},
+		get: func(c *Config) string { p, _ := field(c); return *p },
+	}
 }
 
 // EnvName is the environment variable of a setting key.
@@ -246,7 +317,11 @@ func FlagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 // Setting describes one knob for flag registration and documentation.
 // Flag is empty for a setting that has no flag (environment or file only).
-type Setting struct{ Key, Flag, Env, Kind, Help string }
+type Setting struct {
+	Key, Flag, Env, Kind, Help string
+	// NoFile: the config file may not set it (a secret: environment only).
+	NoFile bool
+}
 
 // Kinds are the value types a Setting's Kind names, as -h shows them.
 var Kinds = []string{"duration", "int", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "string"}
@@ -255,7 +330,7 @@ var Kinds = []string{"duration", "int", "list", "file", "url", "dir", "key", "ex
 func Settings() []Setting {
 	out := make([]Setting, len(settings))
 	for i, s := range settings {
-		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Kind: s.kind, Help: s.help}
+		out[i] = Setting{Key: s.key, Flag: FlagName(s.key), Env: EnvName(s.key), Kind: s.kind, Help: s.help, NoFile: s.noFile}
 		if s.noFlag {
 			out[i].Flag = ""
 		}
@@ -349,18 +424,21 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-func readKeyFile(path string) (string, error) {
+func readKeyFile(path string) (string, error) { return readSecretFile(path, "API key") }
+
+// readSecretFile reads the first line of a file that holds one secret.
+func readSecretFile(path, what string) (string, error) {
 	if path == "" {
 		return "", errors.New("empty path")
 	}
 	b, err := readBounded(path)
 	if err != nil {
-		return "", fmt.Errorf("reading API key file: %w", err)
+		return "", fmt.Errorf("reading %s file: %w", what, err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	key := strings.TrimSpace(line)
 	if key == "" {
-		return "", fmt.Errorf("API key file %s: first line is empty", path)
+		return "", fmt.Errorf("%s file %s: first line is empty", what, path)
 	}
 	return key, nil
 }
@@ -384,8 +462,8 @@ func applyFile(c *Config, path string) error {
 		if !ok {
 			return fmt.Errorf("config file %s: unknown field %q (known: %s)", path, k, knownKeys())
 		}
-		if s.key == "api_key" {
-			return fmt.Errorf("config file %s: field api_key is not accepted in a file (use api_key_file or CONFORM_API_KEY)", path)
+		if s.noFile {
+			return fmt.Errorf("config file %s: field %s is not accepted in a file (use %s_file or %s)", path, s.key, s.key, EnvName(s.key))
 		}
 		v, err := scalar(doc[k])
 		if err != nil {
@@ -410,7 +488,7 @@ func byKey(k string) (setting, bool) {
 func knownKeys() string {
 	var ks []string
 	for _, s := range settings {
-		if s.key != "api_key" {
+		if !s.noFile {
 			ks = append(ks, s.key)
 		}
 	}
@@ -502,6 +580,28 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsRune(c.RestartCmd, 0) {
 		return errors.New("restart_cmd: contains a NUL byte")
+	}
+	return c.OAuth.validate()
+}
+
+func (o OAuth) validate() error {
+	if o.TokenURL != "" {
+		u, err := url.Parse(o.TokenURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return fmt.Errorf("oauth_token_url: %q is not an http:// or https:// URL", maskUserinfo(o.TokenURL))
+		case u.User != nil:
+			return errors.New("oauth_token_url: credentials in the URL are not allowed (they would end up in reports); use CONFORM_OAUTH_CLIENT_SECRET")
+		}
+	}
+	for _, f := range []struct{ key, v string }{{"oauth_client_id", o.ClientID}, {"oauth_client_secret", o.Secret}, {"oauth_audience", o.Audience},
+		{"oauth_expired_token", o.ExpiredToken}, {"oauth_wrong_audience_token", o.WrongAudienceToken}, {"oauth_wrong_issuer_token", o.WrongIssuerToken}} {
+		if strings.ContainsAny(f.v, "\r\n") {
+			return fmt.Errorf("%s: contains a line break", f.key)
+		}
+	}
+	if o.Secret != "" && o.ClientID == "" {
+		return errors.New("oauth_client_secret is set but oauth_client_id is not: give --oauth-client-id")
 	}
 	return nil
 }
@@ -612,6 +712,11 @@ func (c Config) Secrets() []string {
 	if c.APIKey != "" {
 		out = append(out, c.APIKey)
 	}
+	for _, s := range []string{c.OAuth.Secret, c.OAuth.ExpiredToken, c.OAuth.WrongAudienceToken, c.OAuth.WrongIssuerToken} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
 	return append(out, c.Redact...)
 }
 
@@ -637,8 +742,8 @@ func (c Config) Redacted() map[string]string {
 func (c Config) Environ() []string {
 	var out []string
 	for _, s := range settings {
-		if s.key == "api_key_file" || s.key == "redact_file" {
-			continue // the values themselves travel as CONFORM_API_KEY and CONFORM_REDACT
+		if s.key == "api_key_file" || s.key == "redact_file" || strings.HasPrefix(s.key, "oauth_") && strings.HasSuffix(s.key, "_file") {
+			continue // the values themselves travel as CONFORM_API_KEY, CONFORM_REDACT, CONFORM_OAUTH_CLIENT_SECRET…
 		}
 		if v := s.get(&c); v != "" {
 			out = append(out, EnvName(s.key)+"="+v)

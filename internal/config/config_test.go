@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,12 +272,94 @@ func TestSettingKinds(t *testing.T) {
 		}
 		if s.Flag == "" {
 			noFlag++
-			if s.Key != "redact" {
+			if !envOnlySecrets[s.Key] {
 				t.Errorf("setting %s has no flag", s.Key)
 			}
 		}
 	}
-	if noFlag != 1 {
-		t.Errorf("%d settings without a flag, want 1 (redact)", noFlag)
+	if noFlag != len(envOnlySecrets) {
+		t.Errorf("%d settings without a flag, want %d (%v)", noFlag, len(envOnlySecrets), envOnlySecrets)
+	}
+}
+
+// envOnlySecrets are the settings with no flag: secret values, whose flag
+// would show them in process listings.
+var envOnlySecrets = map[string]bool{"redact": true, "oauth_client_secret": true,
+	"oauth_expired_token": true, "oauth_wrong_audience_token": true, "oauth_wrong_issuer_token": true}
+
+func TestOAuthSettings(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	os.WriteFile(secretFile, []byte("cs-canary-file\n"), 0o600)
+	expiredFile := filepath.Join(dir, "expired")
+	os.WriteFile(expiredFile, []byte("eyJ.expired.canary\n"), 0o600)
+	c, err := Load(Sources{
+		Env: env(map[string]string{"CONFORM_OAUTH_CLIENT_SECRET": "cs-canary-env", "CONFORM_OAUTH_WRONG_ISSUER_TOKEN": "eyJ.issuer.canary",
+			"CONFORM_OAUTH_SCOPE": "tasks:read, sessions:write events:read"}),
+		Flags: map[string]string{"oauth-client-id": "client-1", "oauth-token-url": "https://auth.example/oauth/token",
+			"oauth-expired-token-file": expiredFile, "oauth-audience": "https://api.example"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OAuth{TokenURL: "https://auth.example/oauth/token", ClientID: "client-1", Secret: "cs-canary-env",
+		Scope: []string{"tasks:read", "sessions:write", "events:read"}, Audience: "https://api.example",
+		ExpiredToken: "eyJ.expired.canary", ExpiredTokenFile: expiredFile, WrongIssuerToken: "eyJ.issuer.canary"}
+	if !reflect.DeepEqual(c.OAuth, want) {
+		t.Errorf("OAuth = %+v, want %+v", c.OAuth, want)
+	}
+	// Secrets are redacted everywhere and travel to child processes.
+	for _, s := range []string{"cs-canary-env", "eyJ.expired.canary", "eyJ.issuer.canary"} {
+		if !slices.Contains(c.Secrets(), s) {
+			t.Errorf("Secrets() lacks %q", s)
+		}
+	}
+	red := c.Redacted()
+	for k, v := range red {
+		if strings.Contains(v, "canary") {
+			t.Errorf("Redacted()[%s] = %q shows a secret", k, v)
+		}
+	}
+	if red["oauth_client_secret"] != "[REDACTED]" || red["oauth_client_id"] != "client-1" {
+		t.Errorf("Redacted() = %v", red)
+	}
+	m := map[string]string{}
+	for _, kv := range c.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	got, err := Load(Sources{Env: env(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.ExpiredTokenFile = "" // the value travels, not the path
+	if !reflect.DeepEqual(got.OAuth, want) {
+		t.Errorf("Load(Environ()) OAuth = %+v, want %+v", got.OAuth, want)
+	}
+	// The secret file flag.
+	c, err = Load(Sources{Flags: map[string]string{"oauth-client-id": "c", "oauth-client-secret-file": secretFile}})
+	if err != nil || c.OAuth.Secret != "cs-canary-file" {
+		t.Errorf("--oauth-client-secret-file: %+v, %v", c.OAuth, err)
+	}
+	// Secrets are refused in a config file; everything else is accepted.
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("oauth_client_secret: cs-canary-yaml\n"), 0o600)
+	if _, err := Load(Sources{File: file}); err == nil || !strings.Contains(err.Error(), "oauth_client_secret_file or CONFORM_OAUTH_CLIENT_SECRET") || strings.Contains(err.Error(), "canary") {
+		t.Errorf("a secret in the config file: %v", err)
+	}
+	os.WriteFile(file, []byte("oauth_client_id: c\noauth_client_secret_file: "+secretFile+"\noauth_scope: [tasks:read, tasks:write]\n"), 0o600)
+	if c, err := Load(Sources{File: file}); err != nil || c.OAuth.Secret != "cs-canary-file" || len(c.OAuth.Scope) != 2 {
+		t.Errorf("config file: %+v, %v", c.OAuth, err)
+	}
+	for _, bad := range []map[string]string{
+		{"oauth-token-url": "ftp://x/token"},
+		{"oauth-token-url": "https://u:p@auth.example/token"},
+	} {
+		if _, err := Load(Sources{Flags: bad}); err == nil || strings.Contains(err.Error(), ":p@") {
+			t.Errorf("Load(%v) = %v, want a clean error", bad, err)
+		}
+	}
+	if _, err := Load(Sources{Env: env(map[string]string{"CONFORM_OAUTH_CLIENT_SECRET": "s"})}); err == nil {
+		t.Error("a client secret without a client id is accepted")
 	}
 }

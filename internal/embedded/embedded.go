@@ -22,9 +22,12 @@ import (
 type Harness struct {
 	URL    string
 	APIKey string
-	dir    string             // the throw-away data directory Close removes
-	opts   refharness.Options // what every (re)start uses: same DataDir, same keys
-	addr   string             // the loopback address, kept across restarts
+	// Actor is the API key's actor: the harness's OAuth2 client id, with
+	// the API key for its secret (refharness/oauth.go).
+	Actor string
+	dir   string             // the throw-away data directory Close removes
+	opts  refharness.Options // what every (re)start uses: same DataDir, same keys
+	addr  string             // the loopback address, kept across restarts
 
 	mu     sync.Mutex
 	srv    *http.Server
@@ -52,7 +55,7 @@ func Start(opts refharness.Options) (*Harness, error) {
 			break
 		}
 	}
-	l := &Harness{APIKey: key, dir: dir, opts: opts, addr: "127.0.0.1:0"}
+	l := &Harness{APIKey: key, Actor: opts.APIKeys[key], dir: dir, opts: opts, addr: "127.0.0.1:0"}
 	if err := l.startLocked(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -65,6 +65,12 @@ var reqTable = slices.Concat([]Rule{
 	{Schema: "Artifact", Req: "CORE-READ-007"},
 	{Schema: "Artifact", Field: "kind", Keyword: "enum", Req: "CORE-READ-009"},
 	{Schema: "Outcome", Req: "CORE-READ-008"},
+	// A card's signature object is the Extended level's (card signing is
+	// no Core requirement): a missing algorithm or key id is EXT-CARD-002,
+	// anything else wrong in it EXT-CARD-001 (docs/card-signing.md).
+	{Schema: "CardSignature", Field: "algorithm", Req: "EXT-CARD-002"},
+	{Schema: "CardSignature", Field: "key_id", Req: "EXT-CARD-002"},
+	{Schema: "CardSignature", Req: "EXT-CARD-001"},
 	{Schema: "Outcome", Field: "status", Keyword: "enum", Req: "CORE-OUT-001"},
 	{Schema: "Event", Req: "CORE-EVT-001"},
 

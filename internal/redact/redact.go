@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Marker replaces every secret.
@@ -18,9 +19,10 @@ const Marker = "[REDACTED]"
 var sensitiveHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
 
 // Redactor replaces known secret values (and their JSON- and URL-escaped
-// spellings) with Marker. The zero value and nil redact headers only.
+// spellings) with Marker. The zero value and nil redact headers only. It is
+// safe for concurrent use; Add extends it while others read.
 type Redactor struct {
-	forms []string // longest first, so a secret containing another is replaced whole
+	forms atomic.Pointer[[]string] // longest first, so a secret containing another is replaced whole
 }
 
 // minSecretLen keeps trivially short values (which would shred unrelated
@@ -29,22 +31,52 @@ const minSecretLen = 4
 
 // New returns a Redactor for the given secret values.
 func New(secrets ...string) *Redactor {
-	seen := map[string]bool{}
 	r := &Redactor{}
-	for _, s := range secrets {
-		if len(s) < minSecretLen {
-			continue
-		}
-		j, _ := json.Marshal(s)
-		for _, f := range []string{s, string(j[1 : len(j)-1]), url.QueryEscape(s), url.PathEscape(s)} {
-			if !seen[f] {
+	r.Add(secrets...)
+	return r
+}
+
+// Add makes further values secret: credentials a run obtains as it goes
+// (OAuth2 access tokens). What was written before is not rewritten.
+func (r *Redactor) Add(secrets ...string) {
+	for {
+		old := r.forms.Load()
+		var forms []string
+		seen := map[string]bool{}
+		if old != nil {
+			forms = append(forms, *old...)
+			for _, f := range forms {
 				seen[f] = true
-				r.forms = append(r.forms, f)
 			}
 		}
+		n := len(forms)
+		for _, s := range secrets {
+			if len(s) < minSecretLen {
+				continue
+			}
+			j, _ := json.Marshal(s)
+			for _, f := range []string{s, string(j[1 : len(j)-1]), url.QueryEscape(s), url.PathEscape(s)} {
+				if !seen[f] {
+					seen[f] = true
+					forms = append(forms, f)
+				}
+			}
+		}
+		if len(forms) == n && old != nil {
+			return
+		}
+		sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+		if r.forms.CompareAndSwap(old, &forms) {
+			return
+		}
 	}
-	sort.Slice(r.forms, func(i, j int) bool { return len(r.forms[i]) > len(r.forms[j]) })
-	return r
+}
+
+func (r *Redactor) list() []string {
+	if p := r.forms.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // String returns s with every secret replaced.
@@ -52,7 +84,7 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, f := range r.forms {
+	for _, f := range r.list() {
 		if strings.Contains(s, f) {
 			s = strings.ReplaceAll(s, f, Marker)
 		}
@@ -98,7 +130,7 @@ func (r *Redactor) Contains(s string) bool {
 	if r == nil {
 		return false
 	}
-	for _, f := range r.forms {
+	for _, f := range r.list() {
 		if strings.Contains(s, f) {
 			return true
 		}

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 )
 
@@ -36,5 +37,34 @@ func TestHeader(t *testing.T) {
 	}
 	if h.Get("Authorization") != "Bearer whatever-unknown" {
 		t.Error("Header modified its input")
+	}
+}
+
+// Secrets learnt during a run (access tokens) are redacted from then on,
+// while other goroutines redact.
+func TestAdd(t *testing.T) {
+	r := New("sk-first")
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				r.String("sk-first eyJ.token.late")
+			}
+		}()
+	}
+	r.Add("eyJ.token.late", "ab") // too short: ignored
+	wg.Wait()
+	if got := r.String("a sk-first b eyJ.token.late c \"eyJ.token.late\" ab"); got != "a [REDACTED] b [REDACTED] c \"[REDACTED]\" ab" {
+		t.Errorf("String = %q", got)
+	}
+	if !r.Contains("x eyJ.token.late") {
+		t.Error("Contains misses an added secret")
+	}
+	var zero Redactor
+	zero.Add("late-secret")
+	if zero.String("late-secret") != Marker {
+		t.Error("Add on the zero value does not redact")
 	}
 }

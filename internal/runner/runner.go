@@ -112,6 +112,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if p == nil {
 		p = preflight.Credential(ctx, env.Client, cfg)
 	}
+	if p == nil {
+		p = preflight.OAuth(ctx, env) // the first OAuth2 token, when configured
+	}
 	if p != nil {
 		p.Message, p.Hint = env.Redactor.String(p.Message), env.Redactor.String(p.Hint)
 		return stopped(opts, env, reg, started, p)

@@ -25,6 +25,10 @@ func fromEnvironment() (*target.Env, error) {
 		}
 		localServer = local
 		cfg.Target, cfg.APIKey = local.URL, local.APIKey
+		if cfg.OAuth.ClientID == "" {
+			// The harness's OAuth2 client: its actor, with the key for secret.
+			cfg.OAuth.ClientID, cfg.OAuth.Secret = local.Actor, local.APIKey
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Request)
 	defer cancel()

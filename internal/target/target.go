@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
@@ -80,6 +81,9 @@ type Env struct {
 	// the built-in reference Harness); nil when the run cannot, and the
 	// durability checks are then unverified.
 	Restart RestartFunc
+
+	oauthMu sync.Mutex
+	oauth   *OAuth // resolved by OAuth (oauth.go)
 }
 
 // Selected returns the selection of a level.

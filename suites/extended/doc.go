@@ -1,0 +1,6 @@
+// Package extended holds the Extended conformance level's specs: what the
+// spec's "Conformance levels / Extended" adds to Core. It grows by
+// requirement area (one file each); the WebSocket frame profile has its own
+// issue. Specs name their requirement ids with suite.Req and are judged by
+// the same roll-up and OpenAPI traffic oracle as every level.
+package extended
