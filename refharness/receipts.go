@@ -146,7 +146,7 @@ type taskRun struct {
 func (s *Server) gatherRunLocked(t *Task) *taskRun {
 	run := &taskRun{inputTokens: len(strings.Fields(inputText(t.Input)))}
 	run.materials = append(run.materials, map[string]any{"id": "task_input:" + t.ID, "kind": "host_fact",
-		"content_type": "application/json", "uri": "/v1/tasks/" + t.ID + "#input", "sha256": jsonProof(t.Input)})
+		"content_type": "application/json", "uri": "/v1/tasks/" + t.ID + "#input", "sha256": canonicalProof(t.Input)})
 	var secrets []string
 	secretsRead := false
 	calls := map[string]map[string]any{}
@@ -165,7 +165,7 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 		case "tool.requested":
 			id, _ := e.Payload["tool_call_id"].(string)
 			name, _ := e.Payload["name"].(string)
-			call := map[string]any{"tool": name, "call_id": id, "status": "canceled", "input_hash": jsonProof(e.Payload["input"])}
+			call := map[string]any{"tool": name, "call_id": id, "status": "canceled", "input_hash": canonicalProof(e.Payload["input"])}
 			if _, used := e.Payload["credential"]; used {
 				if !secretsRead { // parsed only for tasks that used a secret
 					secrets, secretsRead = scenarioSecrets(t.Metadata), true
@@ -180,7 +180,7 @@ func (s *Server) gatherRunLocked(t *Task) *taskRun {
 		case "tool.completed":
 			if call := calls[str(e.Payload["tool_call_id"])]; call != nil {
 				call["status"] = "succeeded"
-				call["output_hash"] = jsonProof(e.Payload["output"])
+				call["output_hash"] = canonicalProof(e.Payload["output"])
 				run.materials = append(run.materials, map[string]any{"id": "tool:" + str(call["call_id"]), "kind": "mcp_tool_return",
 					"content_type": "application/json", "uri": "/v1/events/" + e.ID + "#payload.output", "sha256": call["output_hash"]})
 			}
@@ -254,15 +254,69 @@ const (
 // issueReceiptLocked builds, seals and signs the receipt of terminal task t
 // (already in cm, as is its outcome o and terminal event ev) and adds it,
 // its receipt.issued event, and the artifacts now carrying its id to cm.
-// Holds s.mu.
+// Holds s.mu. A worker finishing its own task takes the same steps but
+// prepares the receipt without the lock (finishTask in tasks.go).
 func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) error {
+	head := s.st.rc.head()
+	if n := len(cm.Receipts); n > 0 {
+		head = cm.Receipts[n-1].Hash // several tasks end in one commit at recovery
+	}
+	p, err := s.prepareReceipt(s.draftReceiptLocked(t), t, o)
+	if err != nil {
+		return err
+	}
+	r, err := s.finishReceipt(p, head)
+	if err != nil {
+		return err
+	}
+	s.attachReceiptLocked(cm, t, o, ev, r)
+	return nil
+}
+
+// receiptDraft is what a receipt takes from the projection, read under s.mu.
+type receiptDraft struct {
+	id  string
+	run *taskRun
+	now string // issued_at
+}
+
+// receiptPlan is a receipt built and, but for its link to the previous
+// receipt, sealed: everything that does not depend on the chain head. It
+// is made without s.mu.
+type receiptPlan struct {
+	id        string
+	artifacts []*Artifact // the task's artifacts, which will carry its id
+	doc       map[string]any
+	signer    receipt.Signer
+	signers   []receipt.Signer
+	pre       *presealed // nil: seal doc whole in finishReceipt
+}
+
+// sealedReceipt is a sealed receipt ready to go into its task's commit.
+type sealedReceipt struct {
+	id, hash  string
+	sealed    []byte
+	artifacts []*Artifact
+}
+
+// draftReceiptLocked mints the receipt id and gathers what terminal task t
+// did. Holds s.mu.
+func (s *Server) draftReceiptLocked(t *Task) *receiptDraft {
 	id := s.freshID("receipt")
+	run := s.gatherRunLocked(t)
+	return &receiptDraft{id: id, run: run, now: s.now()}
+}
+
+// prepareReceipt builds the receipt of terminal task t with outcome o from
+// its draft and does all of its sealing that does not depend on the chain
+// head. It reads only d, t, o and the server's fixed configuration, so it
+// needs no lock.
+func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptPlan, error) {
+	id, run, now := d.id, d.run, d.now
 	docID := id
 	if s.opts.Faults.Has(FaultReceiptIDMismatch) {
 		docID = id + "_doc"
 	}
-	run := s.gatherRunLocked(t)
-	now := s.now()
 	final := map[string]string{StatusCompleted: "SUCCEEDED", StatusFailed: "FAILED", StatusCanceled: "CANCELED"}[t.Status]
 	if s.opts.Faults.Has(FaultReceiptWrongState) {
 		final = "SUCCEEDED"
@@ -341,17 +395,6 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	if run.tools == nil {
 		run.tools = []any{}
 	}
-	prev := any(nil)
-	head := s.st.rc.head()
-	if n := len(cm.Receipts); n > 0 {
-		head = cm.Receipts[n-1].Hash // several tasks end in one commit at recovery
-	}
-	if h := head; h != "" {
-		prev = h
-		if s.opts.Faults.Has(FaultReceiptChainBroken) {
-			prev = sha256Proof([]byte(h)) // the hash of a hash: no receipt has it
-		}
-	}
 	breakdown := usd
 	if s.opts.Faults.Has(FaultReceiptCostInconsistent) {
 		breakdown = 2*usd + 0.01 // a part larger than the whole
@@ -387,7 +430,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		}},
 		"side_effects":    map[string]any{"fs_writes": fsWrites, "network_egress": []any{}, "tool_calls": run.tools, "a2a_handoffs": []any{}},
 		"final_artifacts": finals,
-		"chain":           map[string]any{"previous_receipt_hash": prev},
+		"chain":           map[string]any{"previous_receipt_hash": prevMark}, // set by finishReceipt
 		"metadata":        map[string]any{"outcome_id": o.ID, "task_status": t.Status},
 	}
 	if run.approvals != nil {
@@ -410,10 +453,6 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 			}
 		}
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
 	signer := receipt.Signer{KeyID: s.rkey.id, Key: s.rkey.priv, SignedAt: s.clock()}
 	if s.opts.Variants.Has(VariantReceiptSignCanonical) {
 		signer.Profile = receipt.ProfileCanonical
@@ -421,7 +460,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	if s.opts.Faults.Has(FaultReceiptWrongKey) {
 		_, other, err := ed25519.GenerateKey(nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		signer.Key = other
 	}
@@ -429,26 +468,48 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	if !s.opts.Variants.Has(VariantReceiptUnsigned) {
 		signers = append(signers, signer)
 	}
-	sealed, err := receipt.Seal(raw, signers...)
-	if err != nil {
-		return err
+	return &receiptPlan{id: id, artifacts: run.artifacts, doc: doc, signer: signer, signers: signers,
+		pre: preseal(doc, signers)}, nil
+}
+
+// finishReceipt links p to head, the hash of the receipt issued before it
+// ("" for none), and seals and signs it. Called with s.mu held, so that the
+// head is still the chain's head when the receipt is committed; with p
+// presealed that is one SHA-256 and one signature.
+func (s *Server) finishReceipt(p *receiptPlan, head string) (*sealedReceipt, error) {
+	prev := any(nil)
+	if h := head; h != "" {
+		prev = h
+		if s.opts.Faults.Has(FaultReceiptChainBroken) {
+			prev = sha256Proof([]byte(h)) // the hash of a hash: no receipt has it
+		}
 	}
-	hash, err := sealedHash(sealed)
-	if err != nil {
-		return err
+	var sealed []byte
+	var hash string
+	ok := false
+	if p.pre != nil {
+		sealed, hash, ok = p.pre.seal(prev)
 	}
+	var err error
+	if !ok {
+		p.doc["chain"].(map[string]any)["previous_receipt_hash"] = prev
+		if sealed, hash, err = sealDoc(p.doc, p.signers); err != nil {
+			return nil, err
+		}
+	}
+	signer := p.signer
 	if s.opts.Faults.Has(FaultReceiptUpperHash) {
 		if sealed, hash, err = upperHash(sealed, hash, signer); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.opts.Faults.Has(FaultReceiptSignsDigest) {
 		digest, err := hex.DecodeString(strings.TrimPrefix(hash, receipt.HashPrefix))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sealed, err = resign(sealed, digest, signer); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if s.opts.Faults.Has(FaultReceiptHashCorrupt) {
@@ -458,13 +519,21 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		dec := json.NewDecoder(strings.NewReader(string(sealed)))
 		dec.UseNumber()
 		if err := dec.Decode(&m); err != nil {
-			return err
+			return nil, err
 		}
 		m["metadata"].(map[string]any)["task_status"] = "edited after sealing"
 		if sealed, err = json.Marshal(m); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return &sealedReceipt{id: p.id, hash: hash, sealed: sealed, artifacts: p.artifacts}, nil
+}
+
+// attachReceiptLocked adds sealed receipt r of task t to cm: the receipt,
+// its id on t, its outcome o and terminal event ev, the task's artifacts now
+// carrying it, and its receipt.issued event. Holds s.mu.
+func (s *Server) attachReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event, r *sealedReceipt) {
+	id, hash, sealed := r.id, r.hash, r.sealed
 
 	if !s.opts.Faults.Has(FaultReceiptRefDropped) {
 		t.ReceiptID = ptr(id)
@@ -473,7 +542,7 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 	ev.ReceiptID = ptr(id)
 	// The task's artifacts now name the receipt that vouches for them.
 	copies := map[string]*Artifact{}
-	for _, a := range run.artifacts {
+	for _, a := range r.artifacts {
 		cp := *a
 		cp.ReceiptID = ptr(id)
 		copies[a.ID] = &cp
@@ -496,7 +565,6 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 		delete(issued.Payload, "receipt_id")
 	}
 	cm.Events = append(cm.Events, issued)
-	return nil
 }
 
 // inputText renders a task input as the text the agent reads: its text

@@ -208,12 +208,25 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 // finishLocked records a terminal transition of t (already copied and given
 // its new status) with its Outcome and its receipt into cm.
 func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary string, failure *Failure, actor string) error {
+	o := s.outcomeLocked(t, outcomeStatus, summary, failure)
+	ev := s.terminalLocked(cm, t, o, from, failure, actor)
+	return s.issueReceiptLocked(cm, t, o, ev)
+}
+
+// outcomeLocked creates the Outcome of terminal task t and links t to it.
+func (s *Server) outcomeLocked(t *Task, outcomeStatus, summary string, failure *Failure) *Outcome {
 	o := &Outcome{Envelope: s.envelope("outcome", "outcome", nil), TaskID: t.ID, Status: outcomeStatus, Summary: summary,
 		Artifacts: []*Artifact{}, Failure: failure}
 	if rn := s.runners[t.ID]; rn != nil {
 		o.Artifacts = append(o.Artifacts, rn.artifacts...)
 	}
 	t.OutcomeID = ptr(o.ID)
+	return o
+}
+
+// terminalLocked adds t, its outcome o and its terminal event to cm, and
+// returns the event.
+func (s *Server) terminalLocked(cm *commit, t *Task, o *Outcome, from string, failure *Failure, actor string) *Event {
 	payload := map[string]any{"status": t.Status, "previous_status": from, "outcome_id": o.ID}
 	if failure != nil {
 		payload["failure"] = failure
@@ -221,7 +234,7 @@ func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary 
 	cm.Puts = append(cm.Puts, put{Task: t}, put{Outcome: o})
 	ev := s.newEvent(transitionEvent(from, t.Status), Pointer{"task", t.ID}, payload, t.WorkspaceID, t.SessionID, t.ID, actor)
 	cm.Events = append(cm.Events, ev)
-	return s.issueReceiptLocked(cm, t, o, ev)
+	return ev
 }
 
 // ---- task messages ----
@@ -480,20 +493,16 @@ func (s *Server) await(ctx context.Context, rn *runner, kind string) (*Message, 
 // end says how a terminal status ends: the outcome summary, and the failure.
 // extra events are committed before the task event.
 func (s *Server) move(ctx context.Context, id, to string, payload map[string]any, end *ending, extra ...*Event) bool {
+	if to == StatusCompleted || to == StatusFailed {
+		if seq, done, err := s.finishTask(ctx, id, to, end, extra); done {
+			return err == nil && s.wait(seq) == nil
+		}
+		// The task changed while its receipt was prepared: make the
+		// transition all under the lock instead.
+	}
 	s.mu.Lock()
-	old, ok := s.st.tasks.get(id)
-	if !ok || ctx.Err() != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
-		s.mu.Unlock()
-		return false
-	}
-	overwrite := s.opts.Faults.Has(FaultCompletedAfterCancel) && old.Status == StatusCanceled && to == StatusCompleted
-	if Terminal(old.Status) && !overwrite {
-		s.mu.Unlock()
-		return false
-	}
-	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) && !s.opts.Faults.Has(FaultPlainSkipsWork) {
-		// A worker bug, not a client's: refuse it and stop the worker rather
-		// than crash the server. Tests notice the task never finishing.
+	old, ok := s.movableLocked(ctx, id, to)
+	if !ok {
 		s.mu.Unlock()
 		return false
 	}
@@ -536,6 +545,87 @@ func (s *Server) move(ctx context.Context, id, to string, payload map[string]any
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
 	return err == nil && s.wait(seq) == nil
+}
+
+// movableLocked returns task id if the worker may move it to status to.
+func (s *Server) movableLocked(ctx context.Context, id, to string) (*Task, bool) {
+	old, ok := s.st.tasks.get(id)
+	if !ok || ctx.Err() != nil && !s.opts.Faults.Has(FaultCompletedAfterCancel) {
+		return nil, false
+	}
+	overwrite := s.opts.Faults.Has(FaultCompletedAfterCancel) && old.Status == StatusCanceled && to == StatusCompleted
+	if Terminal(old.Status) && !overwrite {
+		return nil, false
+	}
+	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) && !s.opts.Faults.Has(FaultPlainSkipsWork) {
+		// A worker bug, not a client's: refuse it and stop the worker rather
+		// than crash the server. Tests notice the task never finishing.
+		return nil, false
+	}
+	return old, true
+}
+
+// finishTask is move to COMPLETED or FAILED, with the task's receipt built,
+// canonicalized and encoded outside s.mu so that other writers are not held
+// up by it. Under the lock it builds the new task version, its outcome and
+// terminal event and gathers what the task did (the same steps, in the same
+// order, as finishLocked); without it, it prepares the receipt; under
+// the lock again, if the task and its events are unchanged, it links the
+// receipt to the chain head, hashes and signs it (finishReceipt) and commits
+// everything in one commit, as finishLocked does, and returns the journal
+// sequence to wait for. If the task changed meanwhile (a cancel, the fault
+// that reopens a terminal task), done is false and nothing was committed:
+// the caller redoes the transition under the lock from the current state.
+func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, extra []*Event) (seq uint64, done bool, err error) {
+	s.mu.Lock()
+	old, ok := s.movableLocked(ctx, id, to)
+	if !ok {
+		s.mu.Unlock()
+		return 0, true, errNotMoved
+	}
+	now := s.now()
+	t := *old
+	t.Status, t.UpdatedAt, t.CompletedAt = to, now, ptr(now)
+	outcome, failure := "SUCCEEDED", (*Failure)(nil)
+	if to == StatusFailed {
+		t.Failure = end.failure
+		outcome, failure = "FAILED", t.Failure
+	}
+	o := s.outcomeLocked(&t, outcome, end.summary, failure)
+	cm := &commit{Events: extra}
+	ev := s.terminalLocked(cm, &t, o, old.Status, failure, agentActor)
+	last := s.lastTaskEventLocked(id)
+	d := s.draftReceiptLocked(&t)
+	s.mu.Unlock()
+
+	p, err := s.prepareReceipt(d, &t, o)
+	if err != nil {
+		return 0, true, err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, _ := s.st.tasks.get(id); cur != old || s.lastTaskEventLocked(id) != last {
+		return 0, false, nil
+	}
+	r, err := s.finishReceipt(p, s.st.rc.head())
+	if err != nil {
+		return 0, true, err
+	}
+	s.attachReceiptLocked(cm, &t, o, ev, r)
+	seq, err = s.commitLocked(cm)
+	return seq, true, err
+}
+
+// errNotMoved: the worker may not make the transition (finishTask).
+var errNotMoved = errors.New("refharness: transition not allowed")
+
+// lastTaskEventLocked is the position of task id's latest event (0: none).
+func (s *Server) lastTaskEventLocked(id string) uint64 {
+	if ps := s.st.byTask[id]; len(ps) > 0 {
+		return ps[len(ps)-1]
+	}
+	return 0
 }
 
 // emit appends one agent message to the task's session.

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // magic opens every journal file; it names the format and its version so an
@@ -48,16 +49,32 @@ type Journal struct {
 	onSync func(seq uint64)
 
 	mu      sync.Mutex
-	cond    *sync.Cond // signalled when durable advances, err is set, or work arrives
-	pending [][]byte
+	cond    *sync.Cond // waiters: signalled when durable advances or err is set
+	work    *sync.Cond // the flusher: signalled when work arrives or on Close
+	pending []record
 	next    uint64 // seq of the next appended record (1-based)
 	durable uint64 // highest seq known to be on stable storage
 	err     error  // sticky write/sync failure
 	closing bool
 	done    chan struct{}
+	stats   Stats
 
 	// Cut is the number of bytes removed from a torn tail when the file was opened.
 	Cut int64
+}
+
+// record is an appended record: its bytes, or the function that encodes
+// them (AppendLazy).
+type record struct {
+	b   []byte
+	enc func() ([]byte, error)
+}
+
+// Stats counts what the flusher wrote since Open.
+type Stats struct {
+	Syncs    int64         // fsyncs of appended records (batches)
+	Records  int64         // records made durable
+	SyncTime time.Duration // time spent in write and fsync calls
 }
 
 // Open opens (or creates) the journal at path, calls replay for every intact
@@ -75,6 +92,7 @@ func Open(path string, replay func(seq uint64, rec []byte) error, onSync func(se
 	}
 	j := &Journal{f: f, onSync: onSync, next: 1, done: make(chan struct{})}
 	j.cond = sync.NewCond(&j.mu)
+	j.work = sync.NewCond(&j.mu)
 	if err := j.load(replay); err != nil {
 		f.Close()
 		return nil, err
@@ -179,8 +197,27 @@ func (j *Journal) truncate(off, size int64) error {
 // call Wait to learn when the record is durable.
 func (j *Journal) Append(rec []byte) (uint64, error) {
 	if len(rec) > MaxRecord {
-		return 0, fmt.Errorf("journal: record of %d bytes exceeds the %d byte limit", len(rec), MaxRecord)
+		return 0, errTooLarge(len(rec))
 	}
+	return j.append(record{b: rec})
+}
+
+// AppendLazy enqueues a record whose bytes enc produces later, on the
+// flusher, just before the batch holding it is written. The record's place
+// in the log is fixed now, so a caller can order records under its own lock
+// and leave encoding them out of it. enc must only read data that no longer
+// changes. If enc fails, or its record is too large, the journal fails as on
+// a write error: that record and every later one are never durable, and
+// their Wait returns the error.
+func (j *Journal) AppendLazy(enc func() ([]byte, error)) (uint64, error) {
+	return j.append(record{enc: enc})
+}
+
+func errTooLarge(n int) error {
+	return fmt.Errorf("journal: record of %d bytes exceeds the %d byte limit", n, MaxRecord)
+}
+
+func (j *Journal) append(r record) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closing {
@@ -191,9 +228,18 @@ func (j *Journal) Append(rec []byte) (uint64, error) {
 	}
 	seq := j.next
 	j.next++
-	j.pending = append(j.pending, rec)
-	j.cond.Broadcast()
+	j.pending = append(j.pending, r)
+	if len(j.pending) == 1 {
+		j.work.Signal() // only the flusher waits for work; waiters wait for durability
+	}
 	return seq, nil
+}
+
+// Stats returns what the flusher has written so far.
+func (j *Journal) Stats() Stats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats
 }
 
 // Wait blocks until record seq is on stable storage or the journal failed.
@@ -217,7 +263,7 @@ func (j *Journal) flusher() {
 	for {
 		j.mu.Lock()
 		for len(j.pending) == 0 && !j.closing && j.err == nil {
-			j.cond.Wait()
+			j.work.Wait()
 		}
 		if j.err != nil || (j.closing && len(j.pending) == 0) {
 			j.mu.Unlock()
@@ -226,25 +272,45 @@ func (j *Journal) flusher() {
 		batch := j.pending
 		j.pending = nil
 		last := j.next - 1
+		first := last - uint64(len(batch)) + 1
 		j.mu.Unlock()
 
 		buf = buf[:0]
-		for _, rec := range batch {
+		var err error
+		for i, r := range batch {
+			rec := r.b
+			if r.enc != nil {
+				if rec, err = r.enc(); err == nil && len(rec) > MaxRecord {
+					err = errTooLarge(len(rec))
+				}
+				if err != nil {
+					err = fmt.Errorf("journal: encode record %d: %w", first+uint64(i), err)
+					break
+				}
+			}
 			var head [8]byte
 			binary.LittleEndian.PutUint32(head[0:4], uint32(len(rec)))
 			binary.LittleEndian.PutUint32(head[4:8], crc32.Checksum(rec, crcTable))
 			buf = append(buf, head[:]...)
 			buf = append(buf, rec...)
 		}
-		_, err := j.f.Write(buf)
+		start := time.Now()
 		if err == nil {
-			err = j.f.Sync()
+			if _, err = j.f.Write(buf); err == nil {
+				err = j.f.Sync()
+			}
+			if err != nil {
+				err = fmt.Errorf("journal: write: %w", err)
+			}
 		}
 		j.mu.Lock()
 		if err != nil {
-			j.err = fmt.Errorf("journal: write: %w", err)
+			j.err = err
 		} else {
 			j.durable = last
+			j.stats.Syncs++
+			j.stats.Records += int64(len(batch))
+			j.stats.SyncTime += time.Since(start)
 		}
 		j.cond.Broadcast()
 		j.mu.Unlock()
@@ -267,7 +333,7 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closing = true
-	j.cond.Broadcast()
+	j.work.Signal()
 	j.mu.Unlock()
 	<-j.done
 	j.mu.Lock()
