@@ -1,6 +1,7 @@
 package refharness
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,52 +10,93 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // A probe checks one behaviour and returns an error when it is broken. Each
 // fault must break its own probe, every probe must pass on a clean server,
 // under every variant, and under every other fault (a fault breaks one thing).
+//
+// Probes run in a synctest bubble: the harness's clock, its workers'
+// timers and every wait of a probe are the bubble's, so time passes only
+// when every goroutine of the bubble waits. A task that works for 30 ms is
+// still working when the probe cancels it however loaded the machine is,
+// and a wait "within 5s" ends early only if nothing can happen any more.
 
 type probe func(p *probeEnv) error
 
-// probeEnv is a fresh harness with a session and a completed echo task.
+// unjudged is a probe's answer when what it needs did not happen (a cancel
+// that did not take, because the task had already ended): it cannot say
+// whether the behaviour is broken. In the bubble it never happens; if it
+// does, the probe is wrong, not the fault.
+type unjudged struct{ error }
+
+func cannotJudge(format string, args ...any) error { return unjudged{fmt.Errorf(format, args...)} }
+
+// probeEnv is a fresh harness with a session and a completed echo task,
+// each made when a probe first asks for it (most probes need neither).
 type probeEnv struct {
 	*harness
 	sess, task string
-	srv        *httptest.Server
 }
 
 func newProbeEnv(t *testing.T, opts Options) *probeEnv {
-	h := newHarness(t, opts)
-	p := &probeEnv{harness: h, sess: h.session()}
-	p.task = h.submit(p.sess, nil).str("id")
-	h.waitTerminal(p.task)
-	return p
+	return &probeEnv{harness: newHarness(t, opts)}
 }
 
-// waitTerminal waits until the task's worker is done.
+// sessionID is the env's session.
+func (p *probeEnv) sessionID() string {
+	if p.sess == "" {
+		p.sess = p.session()
+	}
+	return p.sess
+}
+
+// taskID is a completed echo task of the env's session (its agent message,
+// outcome and receipt included).
+func (p *probeEnv) taskID() string {
+	if p.task == "" {
+		p.task = p.submit(p.sessionID(), nil).str("id")
+		p.waitTerminal(p.task)
+	}
+	return p.task
+}
+
+// waitTerminal waits until every task worker is done (in the bubble, a
+// worker that never ends makes the bubble's time reach the limit).
 func (h *harness) waitTerminal(id string) {
 	h.t.Helper()
 	done := make(chan struct{})
 	go func() { h.s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		h.t.Fatalf("task %s worker still running after 5s", id)
+	case <-time.After(waitLimit):
+		h.t.Fatalf("task %s worker still running after %s", id, waitLimit)
 	}
 }
 
+// frames reads a whole stream, served into memory; a stream that does not
+// end by itself is cut at the limit (the bubble's time) and is an error.
 func (p *probeEnv) frames(path, last string) ([]sseFrame, string, error) {
-	if p.srv == nil {
-		p.srv = httptest.NewServer(p.s)
-		p.t.Cleanup(p.srv.Close)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	res, br := openStream(p.t, ctx, p.srv.URL, path, last)
-	fs, err := readFrames(ctx, br, -1)
-	return fs, res.Header.Get("Content-Type"), err
+	req := httptest.NewRequestWithContext(ctx, "GET", path, nil)
+	req.Header.Set(VersionHeader, ProtocolVersion)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	if last != "" {
+		req.Header.Set("Last-Event-ID", last)
+	}
+	rec := httptest.NewRecorder()
+	p.s.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		p.t.Fatalf("GET %s: status %d: %s", path, rec.Code, rec.Body)
+	}
+	fs, err := readFrames(context.Background(), bufio.NewReader(rec.Body), -1)
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("GET %s: the stream did not end: %w", path, ctx.Err())
+	}
+	return fs, rec.Header().Get("Content-Type"), err
 }
 
 func errCode(r resp) (code, typ, param string, ok bool) {
@@ -143,7 +185,7 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultDropSSEID: func(p *probeEnv) error {
-		fs, _, err := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		fs, _, err := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
 		if err != nil {
 			return err
 		}
@@ -155,40 +197,43 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultIgnoreLastEventID: func(p *probeEnv) error {
-		all, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
-		rest, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", eventIDOf(all, 1))
+		all, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
+		rest, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", eventIDOf(all, 1))
 		if len(rest) > 0 && len(all) > 0 && rest[0].Data == all[0].Data {
 			return errors.New("resume started from the beginning")
 		}
 		return nil
 	},
 	FaultResumeRepeatsEvent: func(p *probeEnv) error {
-		all, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
-		rest, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", eventIDOf(all, 1))
+		all, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
+		rest, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", eventIDOf(all, 1))
 		if len(rest) > 0 && len(all) > 1 && rest[0].Data == all[1].Data {
 			return errors.New("resume repeated the Last-Event-ID event")
 		}
 		return nil
 	},
 	FaultNoCursorExpiredFrame: func(p *probeEnv) error {
-		fs, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "event_999999999")
+		fs, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", "event_999999999")
 		if len(fs) == 0 || fs[0].Event != "error" || !strings.Contains(fs[0].Data, "cursor_expired") {
 			return fmt.Errorf("expired cursor gave %v, want an error frame", fs)
 		}
 		return nil
 	},
 	FaultTerminalTaskMutable: func(p *probeEnv) error {
-		p.do("POST", "/v1/tasks/"+p.task+"/cancel", nil)
-		if st := p.do("GET", "/v1/tasks/"+p.task, nil).str("status"); strings.ToUpper(st) != StatusCompleted {
+		p.do("POST", "/v1/tasks/"+p.taskID()+"/cancel", nil)
+		if st := p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("status"); strings.ToUpper(st) != StatusCompleted {
 			return fmt.Errorf("cancel moved a COMPLETED task to %s", st)
 		}
 		return nil
 	},
 	FaultCompletedAfterCancel: func(p *probeEnv) error {
-		id := p.submit(p.sess, []map[string]any{step("work", "ms", 30), step("complete")}).str("id")
+		id := p.submit(p.sessionID(), []map[string]any{step("work", "ms", 30), step("complete")}).str("id")
 		p.waitStatus(id, StatusWorking)
 		if r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil); strings.ToUpper(r.str("status")) != StatusCanceled {
-			return nil // no CANCELED was recorded, so none can be replaced
+			if err := p.stillWorking(id); err != nil {
+				return err
+			}
+			return nil // a cancel that does not cancel: no CANCELED was recorded, so none can be replaced
 		}
 		p.waitTerminal(id)
 		if st := p.do("GET", "/v1/tasks/"+id, nil).str("status"); strings.ToUpper(st) != StatusCanceled {
@@ -197,15 +242,22 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultCanceledHasCompletedAt: func(p *probeEnv) error {
-		id := p.submit(p.sess, []map[string]any{step("work", "ms", 5000)}).str("id")
+		id := p.submit(p.sessionID(), []map[string]any{step("work", "ms", 5000)}).str("id")
 		p.waitStatus(id, StatusWorking)
-		if r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil); r.Body["completed_at"] != nil {
+		r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil)
+		if strings.ToUpper(r.str("status")) != StatusCanceled {
+			if err := p.stillWorking(id); err != nil {
+				return err
+			}
+			return nil // a cancel that does not cancel: no CANCELED task to look at
+		}
+		if r.Body["completed_at"] != nil {
 			return fmt.Errorf("CANCELED task has completed_at %v", r.Body["completed_at"])
 		}
 		return nil
 	},
 	FaultSkipTransitionEvent: func(p *probeEnv) error {
-		kinds, evs := p.taskEvents(p.task)
+		kinds, evs := p.taskEvents(p.taskID())
 		for i, k := range kinds {
 			if k == "task.completed" && evs[i]["payload"].(map[string]any)["previous_status"] == StatusWorking && !contains(kinds, "task.started") {
 				return fmt.Errorf("SUBMITTED->WORKING emitted no event: %v", kinds)
@@ -214,7 +266,7 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultIllegalTransition: func(p *probeEnv) error {
-		_, evs := p.taskEvents(p.task)
+		_, evs := p.taskEvents(p.taskID())
 		for _, e := range evs {
 			pl := e["payload"].(map[string]any)
 			from, _ := pl["previous_status"].(string)
@@ -264,6 +316,7 @@ var probes = map[Fault]probe{
 	FaultPaginationRepeats: func(p *probeEnv) error {
 		ws(p, "")
 		ws(p, "")
+		ws(p, "") // more than one page of 2
 		seen := map[string]bool{}
 		cursor := ""
 		for i := 0; i < 10; i++ {
@@ -283,22 +336,22 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultNonUTCTimestamps: func(p *probeEnv) error {
-		if at := p.do("GET", "/v1/tasks/"+p.task, nil).str("created_at"); !strings.HasSuffix(at, "Z") {
+		if at := p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("created_at"); !strings.HasSuffix(at, "Z") {
 			return fmt.Errorf("created_at %q is not UTC", at)
 		}
 		return nil
 	},
 	FaultWrongObjectField: func(p *probeEnv) error {
-		if o := p.do("GET", "/v1/sessions/"+p.sess, nil).str("object"); o != "session" {
+		if o := p.do("GET", "/v1/sessions/"+p.sessionID(), nil).str("object"); o != "session" {
 			return fmt.Errorf("object = %q, want session", o)
 		}
 		return nil
 	},
 	FaultSequenceNotIncreasing: func(p *probeEnv) error {
-		_, evs := p.taskEvents(p.task)
+		_, evs := p.taskEvents(p.taskID())
 		last := -1.0
 		for _, e := range evs {
-			if e["resource"].(map[string]any)["id"] != p.task {
+			if e["resource"].(map[string]any)["id"] != p.taskID() {
 				continue
 			}
 			if s := e["sequence"].(float64); s <= last {
@@ -310,14 +363,14 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultSSEWrongContentType: func(p *probeEnv) error {
-		_, ct, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		_, ct, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
 		if !strings.HasPrefix(ct, "text/event-stream") {
 			return fmt.Errorf("Content-Type %q", ct)
 		}
 		return nil
 	},
 	FaultSSEDataNotJSON: func(p *probeEnv) error {
-		fs, _, _ := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		fs, _, _ := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
 		for _, f := range fs {
 			if !json.Valid([]byte(f.Data)) {
 				return fmt.Errorf("data %q is not JSON", f.Data)
@@ -326,6 +379,7 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultOutcomeUsesTaskStatus: func(p *probeEnv) error {
+		p.taskID() // an outcome to list
 		for _, o := range p.do("GET", "/v1/outcomes", nil).list() {
 			if st := o["status"]; st != "SUCCEEDED" && st != "FAILED" && st != "CANCELED" {
 				return fmt.Errorf("outcome status %v", st)
@@ -334,14 +388,14 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultMissingRequiredField: func(p *probeEnv) error {
-		if _, ok := p.do("GET", "/v1/tasks/"+p.task, nil).Body["created_by"]; !ok {
+		if _, ok := p.do("GET", "/v1/tasks/"+p.taskID(), nil).Body["created_by"]; !ok {
 			return errors.New("task lacks created_by")
 		}
 		return nil
 	},
 	FaultIDsNotStable: func(p *probeEnv) error {
-		if id := p.do("GET", "/v1/tasks/"+p.task, nil).str("id"); id != p.task {
-			return fmt.Errorf("GET task %s answered id %s", p.task, id)
+		if id := p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("id"); id != p.taskID() {
+			return fmt.Errorf("GET task %s answered id %s", p.taskID(), id)
 		}
 		return nil
 	},
@@ -349,9 +403,9 @@ var probes = map[Fault]probe{
 		return statusIs(p.do("GET", "/v1/no-such-route", nil), 404, "unknown route")
 	},
 	FaultEventsRepeatOnRange: func(p *probeEnv) error {
-		_, evs := p.taskEvents(p.task)
+		_, evs := p.taskEvents(p.taskID())
 		first := evs[0]["id"].(string)
-		for _, e := range p.do("GET", "/v1/tasks/"+p.task+"/events?after_event_id="+first, nil).list() {
+		for _, e := range p.do("GET", "/v1/tasks/"+p.taskID()+"/events?after_event_id="+first, nil).list() {
 			if e["id"] == first {
 				return errors.New("after_event_id returned the cursor event itself")
 			}
@@ -365,19 +419,20 @@ var probes = map[Fault]probe{
 		return statusIs(p.do("GET", "/v1/tasks", nil, "Authorization", "Basic "+testKey), 401, "Basic credential")
 	},
 	FaultSessionNoMetadata: func(p *probeEnv) error {
-		if _, ok := p.do("GET", "/v1/sessions/"+p.sess, nil).Body["metadata"].(map[string]any); !ok {
+		if _, ok := p.do("GET", "/v1/sessions/"+p.sessionID(), nil).Body["metadata"].(map[string]any); !ok {
 			return errors.New("session lacks metadata")
 		}
 		return nil
 	},
 	FaultSessionNoTranscript: func(p *probeEnv) error {
-		if _, ok := p.do("GET", "/v1/sessions/"+p.sess, nil).Body["transcript"]; !ok {
+		if _, ok := p.do("GET", "/v1/sessions/"+p.sessionID(), nil).Body["transcript"]; !ok {
 			return errors.New("session lacks transcript")
 		}
 		return nil
 	},
 	FaultPartNoVisibility: func(p *probeEnv) error {
-		for _, m := range p.do("GET", "/v1/sessions/"+p.sess+"/messages", nil).list() {
+		p.taskID() // the echo agent's message
+		for _, m := range p.do("GET", "/v1/sessions/"+p.sessionID()+"/messages", nil).list() {
 			for _, part := range m["parts"].([]any) {
 				if _, ok := part.(map[string]any)["visibility"]; !ok {
 					return fmt.Errorf("message %s has a part without visibility", m["id"])
@@ -394,28 +449,28 @@ var probes = map[Fault]probe{
 		return nil
 	},
 	FaultOutcomeNotListed: func(p *probeEnv) error {
-		if n := len(p.do("GET", "/v1/outcomes?task_id="+p.task, nil).list()); n != 1 {
+		if n := len(p.do("GET", "/v1/outcomes?task_id="+p.taskID(), nil).list()); n != 1 {
 			return fmt.Errorf("outcome list for a completed task has %d items, want 1", n)
 		}
 		return nil
 	},
 	FaultMessageNotReadable: func(p *probeEnv) error {
-		m := p.do("POST", "/v1/sessions/"+p.sess+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}})
+		m := p.do("POST", "/v1/sessions/"+p.sessionID()+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}})
 		return statusIs(p.do("GET", "/v1/messages/"+m.str("id"), nil), 200, "GET appended message")
 	},
 	FaultTaskListIgnoresSession: func(p *probeEnv) error {
 		other := p.session()
 		p.submit(other, nil)
-		for _, t := range p.do("GET", "/v1/tasks?session_id="+p.sess, nil).list() {
-			if t["session_id"] != p.sess {
-				return fmt.Errorf("?session_id=%s listed task of session %v", p.sess, t["session_id"])
+		for _, t := range p.do("GET", "/v1/tasks?session_id="+p.sessionID(), nil).list() {
+			if t["session_id"] != p.sessionID() {
+				return fmt.Errorf("?session_id=%s listed task of session %v", p.sessionID(), t["session_id"])
 			}
 		}
 		return nil
 	},
 	FaultIdempotencyIgnoresTarget: func(p *probeEnv) error {
 		ws(p, "shared-key")
-		r := p.do("POST", "/v1/sessions/"+p.sess+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}}, "Idempotency-Key", "shared-key")
+		r := p.do("POST", "/v1/sessions/"+p.sessionID()+"/messages", map[string]any{"message": map[string]any{"role": "user", "parts": []any{}}}, "Idempotency-Key", "shared-key")
 		if r.Code == 409 {
 			return errors.New("a key reused on another target conflicts")
 		}
@@ -425,7 +480,7 @@ var probes = map[Fault]probe{
 		return statusIs(p.do("POST", "/v1/workspaces", `{"name":`), 400, "malformed JSON")
 	},
 	FaultEventByIDDiffers: func(p *probeEnv) error {
-		_, evs := p.taskEvents(p.task)
+		_, evs := p.taskEvents(p.taskID())
 		for _, e := range evs {
 			one := p.do("GET", "/v1/events/"+e["id"].(string), nil)
 			a, _ := json.Marshal(e["payload"])
@@ -441,22 +496,26 @@ var probes = map[Fault]probe{
 	},
 	// Trust faults (issue 9).
 	FaultCancelNoop: func(p *probeEnv) error {
-		id := p.submit(p.sess, []map[string]any{step("work", "ms", 5000)}).str("id")
+		id := p.submit(p.sessionID(), []map[string]any{step("work", "ms", 5000)}).str("id")
 		p.waitStatus(id, StatusWorking)
-		if r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil); r.Code == 200 && strings.ToUpper(r.str("status")) != StatusCanceled {
+		r := p.do("POST", "/v1/tasks/"+id+"/cancel", nil)
+		if r.Code != 200 {
+			return p.stillWorking(id) // refused: a probe of the cancel's answer has nothing to judge
+		}
+		if strings.ToUpper(r.str("status")) != StatusCanceled {
 			return fmt.Errorf("cancel of a WORKING task answered 200 with status %v", r.Body["status"])
 		}
 		return nil
 	},
 	FaultLowercaseStatus: func(p *probeEnv) error {
-		r := p.do("GET", "/v1/tasks/"+p.task, nil)
+		r := p.do("GET", "/v1/tasks/"+p.taskID(), nil)
 		if st, _ := r.Body["status"].(string); st != strings.ToUpper(st) {
 			return fmt.Errorf("task status %q is not upper case", st)
 		}
 		return nil
 	},
 	FaultPlainSkipsWork: func(p *probeEnv) error {
-		kinds, evs := p.taskEvents(p.task)
+		kinds, evs := p.taskEvents(p.taskID())
 		for i, k := range kinds {
 			_, named := evs[i]["payload"].(map[string]any)["previous_status"]
 			if k == "task.completed" && !named && !contains(kinds, "task.started") {
@@ -467,10 +526,10 @@ var probes = map[Fault]probe{
 	},
 	// Breadth faults (issue 9).
 	FaultEventsNotScoped: func(p *probeEnv) error {
-		other := p.submit(p.sess, nil).str("id")
+		other := p.submit(p.sessionID(), nil).str("id")
 		p.waitTerminal(other)
-		_, evs := p.taskEvents(p.task)
-		fs, _, err := p.frames("/v1/tasks/"+p.task+"/stream", "")
+		_, evs := p.taskEvents(p.taskID())
+		fs, _, err := p.frames("/v1/tasks/"+p.taskID()+"/stream", "")
 		if err != nil {
 			return err
 		}
@@ -481,14 +540,14 @@ var probes = map[Fault]probe{
 			}
 		}
 		for _, e := range evs {
-			if e["task_id"] != p.task && e["resource"].(map[string]any)["id"] != p.task {
-				return fmt.Errorf("task %s's events include event %v of task %v", p.task, e["id"], e["task_id"])
+			if e["task_id"] != p.taskID() && e["resource"].(map[string]any)["id"] != p.taskID() {
+				return fmt.Errorf("task %s's events include event %v of task %v", p.taskID(), e["id"], e["task_id"])
 			}
 		}
 		return nil
 	},
 	FaultEventIDsNotMonotonic: func(p *probeEnv) error {
-		_, evs := p.taskEvents(p.task)
+		_, evs := p.taskEvents(p.taskID())
 		for i := 1; i < len(evs); i++ {
 			if a, b := evs[i-1]["id"].(string), evs[i]["id"].(string); a >= b {
 				return fmt.Errorf("event id %s follows %s", b, a)
@@ -498,13 +557,13 @@ var probes = map[Fault]probe{
 	},
 	FaultTerminalAcceptsMessage: func(p *probeEnv) error {
 		for _, kind := range []string{"input", "interrupt"} {
-			r := p.do("POST", "/v1/tasks/"+p.task+"/messages", map[string]any{"kind": kind,
+			r := p.do("POST", "/v1/tasks/"+p.taskID()+"/messages", map[string]any{"kind": kind,
 				"message": map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": "late", "visibility": "public"}}}})
 			if r.Code != 400 && r.Code != 409 {
 				return fmt.Errorf("%s message to a COMPLETED task: status %d, want 400 or 409", kind, r.Code)
 			}
 		}
-		if st := p.do("GET", "/v1/tasks/"+p.task, nil).str("status"); strings.ToUpper(st) != StatusCompleted {
+		if st := p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("status"); strings.ToUpper(st) != StatusCompleted {
 			return fmt.Errorf("messages moved a COMPLETED task to %s", st)
 		}
 		return nil
@@ -526,14 +585,14 @@ var probes = map[Fault]probe{
 		if p.do("GET", "/v1/tasks", nil, "-Authorization", "").Code != 401 {
 			return nil
 		}
-		r := p.do("GET", "/v1/sessions/"+p.sess+"/events", nil, "-Authorization", "")
+		r := p.do("GET", "/v1/sessions/"+p.sessionID()+"/events", nil, "-Authorization", "")
 		return statusIs(r, 401, "session events without Authorization")
 	},
 	FaultVersionOnlyOnTasks: func(p *probeEnv) error {
 		if p.do("GET", "/v1/tasks", nil, "-"+VersionHeader, "").Code != 426 {
 			return nil // skipped everywhere: skip-version-check's
 		}
-		r := p.do("GET", "/v1/sessions/"+p.sess, nil, "-"+VersionHeader, "")
+		r := p.do("GET", "/v1/sessions/"+p.sessionID(), nil, "-"+VersionHeader, "")
 		return statusIs(r, 426, "session read without the version header")
 	},
 	FaultClosedTakesTasks: func(p *probeEnv) error {
@@ -545,6 +604,16 @@ var probes = map[Fault]probe{
 		}
 		return nil
 	},
+}
+
+// stillWorking is the precondition of the cancel probes, checked when a
+// cancel did not answer CANCELED: the task had not ended yet (else the
+// cancel came too late to tell anything).
+func (p *probeEnv) stillWorking(id string) error {
+	if st := strings.ToUpper(p.do("GET", "/v1/tasks/"+id, nil).str("status")); Terminal(st) && st != StatusCanceled {
+		return cannotJudge("task %s was already %s when the probe canceled it", id, st)
+	}
+	return nil
 }
 
 // eventIDOf is frame i's event id, from the JSON data if the id line is missing.
@@ -600,11 +669,14 @@ func TestProbesPassOnCleanServerAndVariants(t *testing.T) {
 	configs["all variants"] = Options{Variants: all}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {
-			for _, f := range AllFaults() {
-				if err := probes[f](newProbeEnv(t, opts)); err != nil {
-					t.Errorf("probe %s fails: %v", f, err)
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				for _, f := range AllFaults() {
+					if err := probes[f](newProbeEnv(t, opts)); err != nil {
+						t.Errorf("probe %s fails: %v", f, err)
+					}
 				}
-			}
+			})
 		})
 	}
 }
@@ -614,15 +686,20 @@ func TestEachFaultBreaksExactlyItsProbe(t *testing.T) {
 	for _, f := range AllFaults() {
 		t.Run(string(f), func(t *testing.T) {
 			t.Parallel() // N² harnesses: use every core
-			for _, g := range AllFaults() {
-				err := probes[g](newProbeEnv(t, Options{Faults: Faults{f: true}}))
-				switch {
-				case g == f && err == nil:
-					t.Errorf("fault %s does not break its probe", f)
-				case g != f && err != nil:
-					t.Errorf("fault %s also breaks probe %s: %v", f, g, err)
+			synctest.Test(t, func(t *testing.T) {
+				for _, g := range AllFaults() {
+					err := probes[g](newProbeEnv(t, Options{Faults: Faults{f: true}}))
+					var cannot unjudged
+					switch {
+					case errors.As(err, &cannot):
+						t.Errorf("under fault %s, probe %s could not judge: %v", f, g, err)
+					case g == f && err == nil:
+						t.Errorf("fault %s does not break its probe", f)
+					case g != f && err != nil:
+						t.Errorf("fault %s also breaks probe %s: %v", f, g, err)
+					}
 				}
-			}
+			})
 		})
 	}
 }

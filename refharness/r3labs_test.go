@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"
@@ -30,7 +29,7 @@ func TestOffTheShelfSSEClient(t *testing.T) {
 			if lastID != "" {
 				c.LastEventID.Store([]byte(lastID))
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()
 			var got []*sse.Event
 			c.SubscribeRawWithContext(ctx, func(e *sse.Event) {

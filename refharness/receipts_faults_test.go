@@ -22,7 +22,7 @@ func init() {
 
 // firstReceipt is the receipt of the probe env's completed task.
 func (p *probeEnv) firstReceipt() (json.RawMessage, error) {
-	rs := p.receiptsOf(p.task)
+	rs := p.receiptsOf(p.taskID())
 	if len(rs) == 0 {
 		return nil, errors.New("the task has no receipt")
 	}
@@ -90,7 +90,7 @@ var receiptProbes = map[Fault]probe{
 		if err != nil {
 			return err
 		}
-		next := p.receiptsOf(p.runTask(p.sess, nil, StatusCompleted))
+		next := p.receiptsOf(p.runTask(p.sessionID(), nil, StatusCompleted))
 		if len(next) == 0 {
 			return errors.New("second task has no receipt")
 		}
@@ -146,7 +146,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptDropsArtifacts: func(p *probeEnv) error {
-		id := p.runTask(p.sess, []map[string]any{step("artifact", "content", "probe bytes", "name", "probe.txt"), step("complete")}, StatusCompleted)
+		id := p.runTask(p.sessionID(), []map[string]any{step("artifact", "content", "probe bytes", "name", "probe.txt"), step("complete")}, StatusCompleted)
 		o := p.do("GET", "/v1/outcomes/"+p.do("GET", "/v1/tasks/"+id, nil).str("outcome_id"), nil)
 		arts, _ := o.Body["artifacts"].([]any)
 		for _, r := range p.receiptsOf(id) {
@@ -158,7 +158,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptLeaksSecret: func(p *probeEnv) error {
-		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		id := p.runTask(p.sessionID(), []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
 		for _, r := range p.receiptsOf(id) {
 			if strings.Contains(string(r), canary) {
 				return errors.New("the receipt carries the canary secret")
@@ -167,7 +167,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptRefDropped: func(p *probeEnv) error {
-		if p.do("GET", "/v1/tasks/"+p.task, nil).str("receipt_id") == "" {
+		if p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("receipt_id") == "" {
 			return errors.New("the completed task's receipt_id is null")
 		}
 		return nil
@@ -205,7 +205,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultRedactionWithoutProof: func(p *probeEnv) error {
-		id := p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		id := p.runTask(p.sessionID(), []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
 		for _, r := range p.receiptsOf(id) {
 			reds, _ := field(r, "redactions").([]any)
 			if len(reds) == 0 {
@@ -220,7 +220,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptWrongState: func(p *probeEnv) error {
-		id := p.runTask(p.sess, []map[string]any{step("fail", "code", "boom")}, StatusFailed)
+		id := p.runTask(p.sessionID(), []map[string]any{step("fail", "code", "boom")}, StatusFailed)
 		for _, r := range p.receiptsOf(id) {
 			if got := field(r, "lifecycle", "final_state"); got != "FAILED" {
 				return fmt.Errorf("a FAILED task's receipt says final_state %v", got)
@@ -233,7 +233,7 @@ var receiptProbes = map[Fault]probe{
 		if err != nil {
 			return err
 		}
-		if got, want := field(raw, "identifiers", "workspace_ref"), p.do("GET", "/v1/sessions/"+p.sess, nil).str("workspace_id"); got != want {
+		if got, want := field(raw, "identifiers", "workspace_ref"), p.do("GET", "/v1/sessions/"+p.sessionID(), nil).str("workspace_id"); got != want {
 			return fmt.Errorf("identifiers.workspace_ref = %v, want %s", got, want)
 		}
 		return nil
@@ -243,8 +243,8 @@ var receiptProbes = map[Fault]probe{
 		if err != nil {
 			return err
 		}
-		if got := field(raw, "subject", "id"); got != p.task {
-			return fmt.Errorf("subject.id = %v, want the task %s", got, p.task)
+		if got := field(raw, "subject", "id"); got != p.taskID() {
+			return fmt.Errorf("subject.id = %v, want the task %s", got, p.taskID())
 		}
 		return nil
 	},
@@ -256,8 +256,8 @@ var receiptProbes = map[Fault]probe{
 		return findings(raw, receipt.Options{}, receipt.ClassHashPattern)
 	},
 	FaultEventLeaksSecret: func(p *probeEnv) error {
-		p.runTask(p.sess, []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
-		if r := p.do("GET", "/v1/sessions/"+p.sess+"/events?limit=200", nil); strings.Contains(string(r.Raw), canary) {
+		p.runTask(p.sessionID(), []map[string]any{step("use_secret", "secret", canary)}, StatusCompleted)
+		if r := p.do("GET", "/v1/sessions/"+p.sessionID()+"/events?limit=200", nil); strings.Contains(string(r.Raw), canary) {
 			return errors.New("the session's events carry the canary secret")
 		}
 		return nil
@@ -273,7 +273,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptIDMismatch: func(p *probeEnv) error {
-		rid := p.do("GET", "/v1/tasks/"+p.task, nil).str("receipt_id")
+		rid := p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("receipt_id")
 		if rid == "" {
 			return nil // no reference: another probe's business
 		}
@@ -293,7 +293,7 @@ var receiptProbes = map[Fault]probe{
 		return nil
 	},
 	FaultReceiptEventNoID: func(p *probeEnv) error {
-		evs := p.receiptEvents(p.sess, "receipt.issued", p.task)
+		evs := p.receiptEvents(p.sessionID(), "receipt.issued", p.taskID())
 		if len(evs) == 0 {
 			return errors.New("no receipt.issued event")
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -290,49 +291,55 @@ func TestScenarios(t *testing.T) {
 	})
 }
 
+// TestCancel runs in a synctest bubble: the 60 s of work are the bubble's,
+// so a worker that ignored the cancel would make a minute pass, whatever
+// the machine's load.
 func TestCancel(t *testing.T) {
-	h := newHarness(t, Options{})
-	sess := h.session()
-	id := h.submit(sess, []map[string]any{step("work", "ms", 60000), step("complete")}).str("id")
-	h.waitStatus(id, StatusWorking)
-	start := time.Now()
-	r := h.must(200, h.do("POST", "/v1/tasks/"+id+"/cancel", map[string]any{"reason": "stop"}), "cancel")
-	if r.str("status") != StatusCanceled || r.Body["canceled_at"] == nil || r.Body["completed_at"] != nil {
-		t.Errorf("cancel response = %s", r.Raw)
-	}
-	// The worker must stop promptly: Close waits for it.
-	h.s.mu.RLock()
-	rn := h.s.runners[id]
-	h.s.mu.RUnlock()
-	if rn != nil {
-		h.s.wg.Wait()
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("worker took %v to stop", d)
-	}
-	before := h.must(200, h.do("GET", "/v1/tasks/"+id, nil), "get").Raw
-	wantError(t, h.do("POST", "/v1/tasks/"+id+"/cancel", nil), 400, "invalid_state_transition", "")
-	after := h.must(200, h.do("GET", "/v1/tasks/"+id, nil), "get").Raw
-	if string(before) != string(after) {
-		t.Errorf("rejected cancel changed the task:\n%s\n%s", before, after)
-	}
-	kinds, _ := h.taskEvents(id)
-	if kinds[len(kinds)-1] != "task.canceled" {
-		t.Errorf("last event = %s, want task.canceled (%v)", kinds[len(kinds)-1], kinds)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{})
+		sess := h.session()
+		id := h.submit(sess, []map[string]any{step("work", "ms", 60000), step("complete")}).str("id")
+		h.waitStatus(id, StatusWorking)
+		start := time.Now()
+		r := h.must(200, h.do("POST", "/v1/tasks/"+id+"/cancel", map[string]any{"reason": "stop"}), "cancel")
+		if r.str("status") != StatusCanceled || r.Body["canceled_at"] == nil || r.Body["completed_at"] != nil {
+			t.Errorf("cancel response = %s", r.Raw)
+		}
+		// The worker must stop promptly: Close waits for it. In the bubble
+		// no time passes unless the worker sleeps out its 60 s of work.
+		h.s.mu.RLock()
+		rn := h.s.runners[id]
+		h.s.mu.RUnlock()
+		if rn != nil {
+			h.s.wg.Wait()
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("worker took %v to stop", d)
+		}
+		before := h.must(200, h.do("GET", "/v1/tasks/"+id, nil), "get").Raw
+		wantError(t, h.do("POST", "/v1/tasks/"+id+"/cancel", nil), 400, "invalid_state_transition", "")
+		after := h.must(200, h.do("GET", "/v1/tasks/"+id, nil), "get").Raw
+		if string(before) != string(after) {
+			t.Errorf("rejected cancel changed the task:\n%s\n%s", before, after)
+		}
+		kinds, _ := h.taskEvents(id)
+		if kinds[len(kinds)-1] != "task.canceled" {
+			t.Errorf("last event = %s, want task.canceled (%v)", kinds[len(kinds)-1], kinds)
+		}
 
-	done := h.submit(sess, nil).str("id")
-	h.waitStatus(done, StatusCompleted)
-	wantError(t, h.do("POST", "/v1/tasks/"+done+"/cancel", nil), 400, "invalid_state_transition", "")
-	if got := h.do("GET", "/v1/tasks/"+done, nil).str("status"); got != StatusCompleted {
-		t.Errorf("status after rejected cancel = %s, want COMPLETED", got)
-	}
+		done := h.submit(sess, nil).str("id")
+		h.waitStatus(done, StatusCompleted)
+		wantError(t, h.do("POST", "/v1/tasks/"+done+"/cancel", nil), 400, "invalid_state_transition", "")
+		if got := h.do("GET", "/v1/tasks/"+done, nil).str("status"); got != StatusCompleted {
+			t.Errorf("status after rejected cancel = %s, want COMPLETED", got)
+		}
 
-	v := newHarness(t, Options{Variants: Variants{VariantCancelTerminalConflict: true}})
-	vs := v.session()
-	vd := v.submit(vs, nil).str("id")
-	v.waitStatus(vd, StatusCompleted)
-	wantError(t, v.do("POST", "/v1/tasks/"+vd+"/cancel", nil), 409, "conflict", "")
+		v := newHarness(t, Options{Variants: Variants{VariantCancelTerminalConflict: true}})
+		vs := v.session()
+		vd := v.submit(vs, nil).str("id")
+		v.waitStatus(vd, StatusCompleted)
+		wantError(t, v.do("POST", "/v1/tasks/"+vd+"/cancel", nil), 409, "conflict", "")
+	})
 }
 
 func TestIdempotency(t *testing.T) {

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -58,9 +53,10 @@ func TestReceiptFaultsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per fault")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			t.Parallel()
 			assertFaultCaught(t, tc, "receipts")
 		})
 	}
@@ -71,122 +67,51 @@ func TestReceiptFaultsCaught(t *testing.T) {
 // answer, the bytes on the wire) rather than the receipts it issues.
 var receiptWrapFaults = []wrapFault{
 	// A reference followed through the wrapper reads no identifiers either.
-	{Name: "receipt-in-envelope", Wrap: rewritingRaw(receiptByID, func(b []byte) []byte {
-		return append(append([]byte(`{"object":"receipt","format":"receipt-2026-04-25","receipt":`), bytes.TrimSpace(b)...), '}')
-	}), Fails: []string{"RCPT-RES-001"}, Tolerated: []string{"RCPT-REF-001", "RCPT-REF-002", "RCPT-REF-003",
+	{Name: "receipt-in-envelope", Fails: []string{"RCPT-RES-001"}, Tolerated: []string{"RCPT-REF-001", "RCPT-REF-002", "RCPT-REF-003",
 		// The OpenAPI traffic oracle reads the same wrapper as a response
 		// that is not the receipt-2026-04-25 document.
 		"RCPT-SHAPE-001", "RCPT-SHAPE-002"}},
 	// Receipts served under another format marker.
-	{Name: "receipt-wrong-marker", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
-		return bytes.ReplaceAll(b, []byte(`"receipt-2026-04-25"`), []byte(`"receipt-2099-01-01"`))
-	}), Fails: []string{"RCPT-SHAPE-002"},
+	{Name: "receipt-wrong-marker", Fails: []string{"RCPT-SHAPE-002"},
 		// Changing sealed bytes breaks the hash, the schema's const and the
 		// suite's agreement with the target's verify answer as well.
 		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-REDACT-006", "RCPT-VERIFY-002", "RCPT-FIX-001"}},
 	// A redacted receipt whose content no longer matches its stored hash:
 	// only receipts that carry redactions are touched.
-	{Name: "redacted-receipt-unverifiable", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
-		return bytes.ReplaceAll(b, []byte(`"redactions":[{`), []byte(`"redactions":[{"note":"edited after sealing",`))
-	}), Fails: []string{"RCPT-REDACT-006"},
+	{Name: "redacted-receipt-unverifiable", Fails: []string{"RCPT-REDACT-006"},
 		// The edit breaks the hash and the closed redaction object too.
 		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-VERIFY-002", "RCPT-FIX-001"}},
-	{Name: "task-receipts-empty", Wrap: rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/receipts") {
-			m["data"] = []any{}
-		}
-	}), Fails: []string{"RCPT-RES-002"}},
-	{Name: "unknown-receipt-200", Wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := httptest.NewRecorder()
-			next.ServeHTTP(rec, r)
-			if strings.HasPrefix(r.URL.Path, "/v1/receipts/") && rec.Code == http.StatusNotFound {
-				w.Header().Set("Content-Type", "application/json")
-				w.Write([]byte(`{}`))
-				return
-			}
-			copyRecorded(w, rec, rec.Body.Bytes())
-		})
-	}, Fails: []string{"RCPT-RES-003"},
+	{Name: "task-receipts-empty", Fails: []string{"RCPT-RES-002"}},
+	{Name: "unknown-receipt-200", Fails: []string{"RCPT-RES-003"},
 		// The OpenAPI traffic oracle reads the same {} as a receipt and a
 		// verification that lack every required member.
 		Tolerated: []string{"RCPT-SHAPE-001", "RCPT-SHAPE-002", "RCPT-VERIFY-001"}},
-	{Name: "verify-without-checked-at", Wrap: rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/verify") {
-			delete(m, "checked_at")
-		}
-	}), Fails: []string{"RCPT-VERIFY-001"}},
-	{Name: "outcome-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "outcome", func(m map[string]any) { m["receipt_id"] = "receipt_dangling" })
-	}), Fails: []string{"RCPT-REF-002"}},
-	{Name: "task-event-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "event", func(m map[string]any) {
-			if kind, _ := m["event"].(string); strings.HasPrefix(kind, "task.") && m["receipt_id"] != nil {
-				m["receipt_id"] = "receipt_dangling"
-			}
-		})
-	}), Fails: []string{"RCPT-REF-003"}},
-	{Name: "artifact-receipt-dangling", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "artifact", func(m map[string]any) { m["receipt_id"] = "receipt_dangling" })
-	}), Fails: []string{"RCPT-REF-004"}},
+	{Name: "verify-without-checked-at", Fails: []string{"RCPT-VERIFY-001"}},
+	{Name: "outcome-receipt-dangling", Fails: []string{"RCPT-REF-002"}},
+	{Name: "task-event-receipt-dangling", Fails: []string{"RCPT-REF-003"}},
+	{Name: "artifact-receipt-dangling", Fails: []string{"RCPT-REF-004"}},
 	// Not I-JSON: the suite's verifier refuses it, the target's (reading
 	// its own copy) does not.
-	{Name: "receipt-duplicate-member", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
-		return bytes.ReplaceAll(b, []byte(`"schema":"receipt-2026-04-25"`), []byte(`"schema":"receipt-2026-04-25","schema":"receipt-2026-04-25"`))
-	}), Fails: []string{"RCPT-HASH-003"}, Tolerated: []string{"RCPT-VERIFY-002", "RCPT-FIX-001"}},
+	{Name: "receipt-duplicate-member", Fails: []string{"RCPT-HASH-003"}, Tolerated: []string{"RCPT-VERIFY-002", "RCPT-FIX-001"}},
 	// The valid direction with the standard request alone: a verify API
 	// that calls genuine receipts invalid.
-	{Name: "verify-always-invalid", Wrap: rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/verify") && m["valid"] != nil {
-			m["valid"], m["reason"] = false, "the verifier is broken"
-		}
-	}), Fails: []string{"RCPT-VERIFY-002"}},
+	{Name: "verify-always-invalid", Fails: []string{"RCPT-VERIFY-002"}},
 	// A verify API that vouches for what the target serves although the
 	// served bytes fail verification: the invalid direction, standard API.
-	{Name: "verify-vouches-for-served-edit", Wrap: rewritingRaw(anyReceiptRead, func(b []byte) []byte {
-		return bytes.Replace(b, []byte(`"issued_at":"`), []byte(`"issued_at":"1`), -1)
-	}), Fails: []string{"RCPT-VERIFY-002"},
+	{Name: "verify-vouches-for-served-edit", Fails: []string{"RCPT-VERIFY-002"},
 		// The edit is a hash mismatch (and an invalid date) the verifier sees.
 		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-REDACT-006", "RCPT-FIX-001"}},
-}
-
-var (
-	receiptByID    = regexp.MustCompile(`^/v1/receipts/[^/]+$`)
-	anyReceiptRead = regexp.MustCompile(`^/v1/(receipts/[^/]+|tasks/[^/]+/receipts)$`)
-)
-
-// rewritingRaw rewrites the raw body of successful GETs whose path matches.
-func rewritingRaw(paths *regexp.Regexp, f func([]byte) []byte) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rec := httptest.NewRecorder()
-			next.ServeHTTP(rec, r)
-			body := rec.Body.Bytes()
-			if r.Method == http.MethodGet && rec.Code == http.StatusOK && paths.MatchString(r.URL.Path) {
-				body = f(body)
-			}
-			copyRecorded(w, rec, body)
-		})
-	}
-}
-
-func copyRecorded(w http.ResponseWriter, rec *httptest.ResponseRecorder, body []byte) {
-	for k, vs := range rec.Header() {
-		w.Header()[k] = vs
-	}
-	w.Header().Del("Content-Length")
-	w.WriteHeader(rec.Code)
-	w.Write(body)
 }
 
 func TestReceiptWrappedFaultsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per fault")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			t.Parallel()
-			assertCaught(t, tc.Name, wrappedHarness(t, tc.Wrap), "receipts", tc.Fails, tc.Tolerated)
+			assertCaught(t, tc.Name, wrapped(tc.Name), "receipts", tc.Fails, tc.Tolerated)
 		})
 	}
 }
@@ -204,11 +129,11 @@ func TestReceiptShouldFaultsWarn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per fault")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			t.Parallel()
-			url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
-			assertWarnsOnly(t, "fault "+string(tc.Fault), url, "receipts", tc.Warns)
+			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "receipts", tc.Warns)
 		})
 	}
 }
@@ -220,9 +145,10 @@ func TestReceiptVariantsPass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per variant")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, v := range refharness.AllVariants() {
 		t.Run(string(v), func(t *testing.T) {
-			t.Parallel()
 			assertVariantPasses(t, v, "receipts")
 		})
 	}
@@ -259,108 +185,55 @@ func receiptFault(f refharness.Fault) bool {
 }
 
 // Legal receipt behaviour the reference Harness has no variant for, put in
-// front of it by a middleware: the Receipts level must stay clean.
-var receiptWrapVariants = []struct {
-	Name string
-	Wrap func(http.Handler) http.Handler
-}{
+// front of it by a middleware (package wrapfault, by name): the Receipts
+// level must stay clean.
+var receiptWrapVariants = []string{
 	// Without the scenario contract the run is two tasks of the target's own
 	// agent, and the canary checks skip.
-	{"no-scenario-contract", rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-			delete(m["capabilities"].(map[string]any), "conform.scenarios")
-		}
-	})},
+	"no-scenario-contract",
 	// Without the verify extension no tampered copy is sent.
-	{"no-verify-extension", rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-			delete(m["capabilities"].(map[string]any), refharness.VerifySubmittedCapability)
-		}
-	})},
+	"no-verify-extension",
 	// The key directory where discovery says it is, and nowhere else: the
 	// suite follows the advertisement.
-	{"key-directory-elsewhere", func(next http.Handler) http.Handler {
-		moved := rewriting(func(r *http.Request, v any) {
-			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-				m["capabilities"].(map[string]any)[refharness.KeyDirectoryCapability] = "/v1/conform-keys/current"
-			}
-		})(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			switch r.URL.Path {
-			case refharness.KeyDirectoryPath:
-				http.NotFound(w, r)
-				return
-			case "/v1/conform-keys/current":
-				r = r.Clone(r.Context())
-				r.URL.Path = refharness.KeyDirectoryPath
-			}
-			moved.ServeHTTP(w, r)
-		})
-	}},
+	"key-directory-elsewhere",
 	// Signatures are optional and outside the hash: unsigned receipts are
 	// as valid as signed ones.
-	{"unsigned-receipts", rewriting(func(r *http.Request, v any) {
-		m, ok := v.(map[string]any)
-		if !ok || !anyReceiptRead.MatchString(r.URL.Path) {
-			return
-		}
-		if data, ok := m["data"].([]any); ok {
-			for _, d := range data {
-				if rm, ok := d.(map[string]any); ok {
-					delete(rm, "signatures")
-				}
-			}
-			return
-		}
-		delete(m, "signatures")
-	})},
+	"unsigned-receipts",
 }
 
 func TestReceiptWrappedVariantsPass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per variant")
 	}
-	for _, tc := range receiptWrapVariants {
-		t.Run(tc.Name, func(t *testing.T) {
-			t.Parallel()
-			assertClean(t, tc.Name, wrappedHarness(t, tc.Wrap), "receipts")
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, name := range receiptWrapVariants {
+		t.Run(name, func(t *testing.T) {
+			assertClean(t, name, wrapped(name), "receipts")
 		})
 	}
 }
 
-// Receipt SHOULDs broken from outside: each earns a warning for exactly its
-// requirement and fails nothing.
+// Receipt SHOULDs broken from outside (package wrapfault, by name): each
+// earns a warning for exactly its requirement and fails nothing.
 var receiptWrapShouldFaults = []struct {
 	Name  string
-	Wrap  func(http.Handler) http.Handler
 	Warns string
 }{
 	// Signed receipts and no key directory anywhere: no client can check
 	// the signatures (and RCPT-SIGN-001 is unverified, never passed).
-	{"key-directory-missing", func(next http.Handler) http.Handler {
-		hide := rewriting(func(r *http.Request, v any) {
-			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-				delete(m["capabilities"].(map[string]any), refharness.KeyDirectoryCapability)
-			}
-		})(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == refharness.KeyDirectoryPath {
-				http.NotFound(w, r)
-				return
-			}
-			hide.ServeHTTP(w, r)
-		})
-	}, "RCPT-SIGN-002"},
+	{"key-directory-missing", "RCPT-SIGN-002"},
 }
 
 func TestReceiptWrappedShouldFaultsWarn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per fault")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			t.Parallel()
-			assertWarnsOnly(t, tc.Name, wrappedHarness(t, tc.Wrap), "receipts", tc.Warns)
+			assertWarnsOnly(t, tc.Name, wrapped(tc.Name), "receipts", tc.Warns)
 		})
 	}
 }
@@ -371,47 +244,22 @@ func TestReceiptWrappedShouldFaultsWarn(t *testing.T) {
 // nothing fails.
 var receiptUnverifiedRows = []struct {
 	Name       string
-	Wrap       func(http.Handler) http.Handler
-	Variants   refharness.Variants
+	Target     targetSpec
 	Unverified []string
 }{
-	{Name: "outcomes-without-receipt-id", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "outcome", func(m map[string]any) { m["receipt_id"] = nil })
-	}), Unverified: []string{"RCPT-REF-002"}},
-	{Name: "events-without-receipt-id", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "event", func(m map[string]any) { delete(m, "receipt_id") })
-	}), Unverified: []string{"RCPT-REF-003"}},
-	{Name: "artifacts-without-receipt-id", Wrap: rewriting(func(_ *http.Request, v any) {
-		eachObject(v, "artifact", func(m map[string]any) { m["receipt_id"] = nil })
-	}), Unverified: []string{"RCPT-REF-004"}},
+	{Name: "outcomes-without-receipt-id", Target: wrapped("outcomes-without-receipt-id"), Unverified: []string{"RCPT-REF-002"}},
+	{Name: "events-without-receipt-id", Target: wrapped("events-without-receipt-id"), Unverified: []string{"RCPT-REF-003"}},
+	{Name: "artifacts-without-receipt-id", Target: wrapped("artifacts-without-receipt-id"), Unverified: []string{"RCPT-REF-004"}},
 	// A verify API that ignores trust_anchor and at_time (legal: the
 	// protocol does not define them), without the conform extension: the
 	// invalid direction cannot be asked for, so it is not verified.
-	{Name: "verify-ignores-request", Wrap: func(next http.Handler) http.Handler {
-		hide := rewriting(func(r *http.Request, v any) {
-			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-				delete(m["capabilities"].(map[string]any), refharness.VerifySubmittedCapability)
-			}
-		})(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(r.URL.Path, "/verify") && r.Body != nil {
-				r = r.Clone(r.Context())
-				r.Body = io.NopCloser(strings.NewReader(`{}`))
-				r.ContentLength = 2
-			}
-			hide.ServeHTTP(w, r)
-		})
-	}, Unverified: []string{"RCPT-VERIFY-002"}},
+	{Name: "verify-ignores-request", Target: wrapped("verify-ignores-request"), Unverified: []string{"RCPT-VERIFY-002"}},
 	// Replay advertised: the Replay suite that would drive a replay
 	// receipt does not exist yet.
-	{Name: "advertises-replay", Wrap: rewriting(func(r *http.Request, v any) {
-		if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1" {
-			m["capabilities"].(map[string]any)["replay"] = true
-		}
-	}), Unverified: []string{"RCPT-DELTA-001"}},
+	{Name: "advertises-replay", Target: wrapped("advertises-replay"), Unverified: []string{"RCPT-DELTA-001"}},
 	// Without the hook: no canary secret, no failed or canceled task, no
-	// artifact.
-	{Name: "no-scenario-hook", Variants: refharness.Variants{refharness.VariantNoScenarioHook: true},
+	// artifact. (The same run as TestReceiptVariantsPass/no-scenario-hook.)
+	{Name: "no-scenario-hook", Target: targetSpec{Variants: []refharness.Variant{refharness.VariantNoScenarioHook}},
 		Unverified: []string{"RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
 }
 
@@ -419,16 +267,11 @@ func TestReceiptNothingToCheckIsUnverified(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per row")
 	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptUnverifiedRows {
 		t.Run(tc.Name, func(t *testing.T) {
-			t.Parallel()
-			var url string
-			if tc.Wrap != nil {
-				url = wrappedHarness(t, tc.Wrap)
-			} else {
-				url = harness(t, refharness.Options{Variants: tc.Variants})
-			}
-			_, r := runProof(t, tc.Name, url, "receipts")
+			_, r, _ := proof(t, tc.Name, tc.Target, "receipts")
 			unverified := verdicts(r, reports.Unverified)
 			for _, id := range tc.Unverified {
 				if !slices.Contains(unverified, id) {
@@ -454,22 +297,29 @@ func TestReceiptNothingToCheckIsUnverified(t *testing.T) {
 // canonical bytes instead of the hash string, and none at all. Both leave
 // Receipts conformant with no warning, and the report says which profile
 // a signing target uses.
+// receiptSigningVariants are the signing choices, with the note the report
+// must carry for each ("" for none about signing); "" is the plain harness.
+var receiptSigningVariants = []refharness.Variant{refharness.VariantReceiptSignCanonical, refharness.VariantReceiptUnsigned, ""}
+
 func TestReceiptSigningVariantsConformant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per variant")
 	}
-	for _, tc := range []struct {
-		variant refharness.Variant
-		note    string // a note the report must carry ("" for none about signing)
-	}{
-		{refharness.VariantReceiptSignCanonical, `verify over "canonical"`},
-		{refharness.VariantReceiptUnsigned, ""},
-		{"", `verify over "hash"`},
-	} {
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	notes := map[refharness.Variant]string{
+		refharness.VariantReceiptSignCanonical: `verify over "canonical"`,
+		refharness.VariantReceiptUnsigned:      "",
+		"":                                     `verify over "hash"`,
+	}
+	for _, v := range receiptSigningVariants {
+		tc := struct {
+			variant refharness.Variant
+			note    string
+		}{v, notes[v]}
 		t.Run("variant "+string(tc.variant), func(t *testing.T) {
-			t.Parallel()
-			url := harness(t, refharness.Options{Variants: refharness.Variants{tc.variant: true}})
-			code, r := runProof(t, string(tc.variant), url, "receipts")
+			// The signing variants' runs are those of TestReceiptVariantsPass.
+			code, r, _ := proof(t, string(tc.variant), variantSpec(tc.variant), "receipts")
 			if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
 				t.Errorf("the suite reports %v:%s", bad, messages(r, bad))
 			}
@@ -517,26 +367,9 @@ func TestReceiptPolicyOptional(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite")
 	}
-	noReceipts := func(next http.Handler) http.Handler {
-		return rewriting(func(r *http.Request, v any) {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return
-			}
-			if m["object"] == "harn_agent_card" {
-				m["receipt_policy"] = "optional"
-			}
-			if strings.HasSuffix(r.URL.Path, "/receipts") && m["object"] == "list" {
-				m["data"] = []any{}
-			}
-			eachObject(v, "task", func(t map[string]any) {
-				if _, resource := t["status"]; resource { // not a receipt's subject pointer
-					t["receipt_id"] = nil
-				}
-			})
-		})(next)
-	}
-	_, r := runProof(t, "receipt policy optional", wrappedHarness(t, noReceipts), "receipts")
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	_, r, _ := proof(t, "receipt policy optional", wrapped("receipt-policy-optional"), "receipts")
 	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
 		t.Errorf("a target with receipt_policy optional and no receipts gets %v:%s", bad, messages(r, bad))
 	}

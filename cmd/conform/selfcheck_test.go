@@ -3,22 +3,32 @@ package main
 // The suite tests itself: the reference Harness with one named fault must
 // fail exactly the requirements that fault breaks, and with a legal but
 // unusual variant it must still pass. Each case runs the real conform
-// binary (Ginkgo allows one RunSpecs per process) against an in-test
-// reference Harness mounted under a path prefix.
+// binary (Ginkgo allows one RunSpecs per process) against a reference
+// Harness served by its own process (wrapserve), mounted under a path
+// prefix. Nothing here waits on a clock: a run ends when conform exits, a
+// target is up when it prints its address, and it is down when it has
+// said how often its middleware changed an answer.
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,44 +36,279 @@ import (
 
 	"github.com/harn-conform/conform/fixtures/schemas"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/wrapfault"
 	"github.com/harn-conform/conform/reports"
 )
 
-var conformBin string
+// conformBin is the conform binary under test; wrapserveBin serves the
+// reference Harness for proof runs (refharness/wrapfault/wrapserve). Both
+// are built without -race: the suite and its target run at full speed, and
+// only this test process pays for the race detector.
+var conformBin, wrapserveBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "conform-bin-")
 	if err != nil {
 		panic(err)
 	}
-	conformBin = filepath.Join(dir, "conform")
-	out, err := exec.Command("go", "build", "-o", conformBin, ".").CombinedOutput()
-	if err != nil {
-		os.Stderr.Write(out)
+	if err := buildBinaries(dir, ".", "github.com/harn-conform/conform/refharness/wrapfault/wrapserve"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	conformBin = filepath.Join(dir, "conform")
+	wrapserveBin = filepath.Join(dir, "wrapserve")
+	flag.Parse()
+	if wholePackage() {
+		queueAll()
+	}
 	code := m.Run()
+	if unused := unusedProofs(); len(unused) > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "proofPlan queued runs no test collected (the plan and the tests disagree):\n  %s\n", strings.Join(unused, "\n  "))
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildBinaries builds the main packages pkgs into dir. The go command
+// builds them into a directory that outlives the run (in the user's cache
+// directory, one per checkout), where it relinks only what changed; a warm
+// run then starts its tests seconds earlier. dir gets hard links to them,
+// so that a concurrent build, which writes new files, never changes the
+// binaries this run executes (a copy where a link cannot be made).
+func buildBinaries(dir string, pkgs ...string) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(wd))
+	shared := filepath.Join(cache, "conform-selfcheck", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(shared, 0o700); err != nil {
+		return err
+	}
+	if out, err := exec.Command("go", append([]string{"build", "-o", shared + string(os.PathSeparator)}, pkgs...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %v\n%s", pkgs, err, out)
+	}
+	for _, name := range []string{"conform", "wrapserve"} {
+		if err := linkOrCopy(filepath.Join(shared, name), filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func linkOrCopy(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // testKey is the canary API key of self-check runs.
 const testKey = "sk-canary-selfcheck-5f3a9c"
 
-// harness starts a reference Harness under the /prefix path and returns its
-// base URL.
+// targetSpec says how the reference Harness of a proof run is set up: with
+// these faults and variants, behind the wrapfault middleware Wrap (empty:
+// none), mounted under /prefix (a target URL with a path prefix).
+type targetSpec struct {
+	Faults   []refharness.Fault
+	Variants []refharness.Variant
+	Wrap     string
+	// Data is a data directory (empty: in memory); Addr a fixed listen
+	// address (empty: any free port).
+	Data, Addr string
+}
+
+func (s targetSpec) args() []string {
+	args := []string{"--addr", cmp.Or(s.Addr, "127.0.0.1:0")}
+	for _, f := range s.Faults {
+		args = append(args, "--fault", string(f))
+	}
+	for _, v := range s.Variants {
+		if v != "" {
+			args = append(args, "--variant", string(v))
+		}
+	}
+	if s.Wrap != "" {
+		args = append(args, "--wrap", s.Wrap)
+	}
+	if s.Data != "" {
+		args = append(args, "--data", s.Data)
+	}
+	return args
+}
+
+// specOf is the targetSpec of harness options (faults and variants only).
+func specOf(t *testing.T, opts refharness.Options) targetSpec {
+	t.Helper()
+	if opts.DataDir != "" || opts.APIKeys != nil || opts.Clock != nil || opts.IDs != nil {
+		t.Fatal("harness: only Faults and Variants can be set for a served harness")
+	}
+	var s targetSpec
+	for f, on := range opts.Faults {
+		if on {
+			s.Faults = append(s.Faults, f)
+		}
+	}
+	for v, on := range opts.Variants {
+		if on && v != "" {
+			s.Variants = append(s.Variants, v)
+		}
+	}
+	slices.Sort(s.Faults)
+	slices.Sort(s.Variants)
+	return s
+}
+
+// served is a reference Harness in a wrapserve process.
+type served struct {
+	URL    string
+	cmd    *exec.Cmd
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	stopO  sync.Once
+	used   int
+	err    error
+}
+
+// serve starts a wrapserve process and returns once it listens.
+func serve(spec targetSpec) (*served, error) {
+	cmd := exec.Command(wrapserveBin, append(spec.args(), "--lifeline")...)
+	cmd.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey, oneProc)
+	p := &served{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	// Its standard input is a pipe this process holds open until it exits,
+	// however it exits: then wrapserve stops too.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.out = bufio.NewReader(stdout)
+	line, _ := p.out.ReadString('\n') // EOF if it exits instead
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "wrapserve: listening on ")
+	if !ok {
+		p.stop()
+		return nil, fmt.Errorf("wrapserve %v printed %q, want its listening line; stderr:\n%s", spec.args(), line, p.stderr)
+	}
+	p.URL = url
+	return p, nil
+}
+
+// stop ends the process and returns how often its middleware changed an
+// answer (wrapserve prints it after every request it served has ended).
+func (p *served) stop() (int, error) {
+	p.stopO.Do(func() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		rest, _ := io.ReadAll(p.out)
+		werr := p.cmd.Wait()
+		for _, l := range strings.Split(string(rest), "\n") {
+			if n, ok := strings.CutPrefix(l, "wrapserve: used "); ok {
+				p.used, p.err = strconv.Atoi(n)
+				return
+			}
+		}
+		p.err = fmt.Errorf("wrapserve did not report its use (%v); stderr:\n%s", werr, p.stderr)
+	})
+	return p.used, p.err
+}
+
+// harness starts a reference Harness (in its own process) with the faults
+// and variants of opts, under the /prefix path, and returns its base URL.
 func harness(t *testing.T, opts refharness.Options) string {
 	t.Helper()
-	opts.APIKeys = map[string]string{testKey: "actor_default"}
-	h, err := refharness.New(opts)
+	return serveFor(t, specOf(t, opts)).URL
+}
+
+// serveFor starts a served harness that lives as long as the test.
+func serveFor(t *testing.T, spec targetSpec) *served {
+	t.Helper()
+	p, err := serve(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/prefix/", http.StripPrefix("/prefix", h))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close(); h.Close() })
-	return srv.URL + "/prefix"
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// oneProc runs a subprocess on one P: proof runs are many small processes
+// side by side, and a Go runtime with one P spends far less CPU spinning
+// for work (a fifth less per proof run, measured) while the processes
+// still overlap each other's waits.
+const oneProc = "GOMAXPROCS=1"
+
+// execConform runs the binary with its report in out and returns its exit
+// code, console output and conform.json (nil if it wrote none). env is
+// added to the environment.
+func execConform(out string, env []string, args ...string) (int, string, []byte, error) {
+	// A hang guard, not a speed target: a run that does not end within this
+	// bound is a bug (every wait in the suite has its own timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, conformBin, append(args, "--out", out)...)
+	cmd.Env = append(append(os.Environ(), "CONFORM_API_KEY="+testKey), env...)
+	b, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return 0, string(b), nil, err
+	}
+	if ctx.Err() != nil {
+		return code, string(b), nil, fmt.Errorf("conform %v hung; output so far:\n%s", args, b)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		raw = nil
+	}
+	return code, string(b), raw, nil
+}
+
+// reportProblems lists what is wrong with a run's console and report
+// whatever the target: a panic, a report that does not parse or match its
+// schema, a suite defect.
+func reportProblems(args []string, console string, raw []byte) (*reports.Report, []string) {
+	var problems []string
+	if strings.Contains(console, "panic:") || strings.Contains(console, "goroutine ") {
+		problems = append(problems, fmt.Sprintf("conform %v panicked:\n%s", args, console))
+	}
+	if raw == nil {
+		return nil, problems
+	}
+	problems = append(problems, schemaProblems(raw)...)
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, append(problems, fmt.Sprintf("conform.json does not parse: %v", err))
+	}
+	// The OpenAPI gate: every request the suite sends matches an operation
+	// of the vendored document or is a registered negative probe
+	// (client.Request.Probe), whatever the target.
+	for _, d := range r.SuiteDefects {
+		problems = append(problems, fmt.Sprintf("conform %v: suite defect: %s", args, d))
+	}
+	return &r, problems
 }
 
 // runConform runs the binary and returns its exit code, console output and
@@ -71,41 +316,18 @@ func harness(t *testing.T, opts refharness.Options) string {
 func runConform(t *testing.T, args ...string) (int, string, *reports.Report, string) {
 	t.Helper()
 	out := t.TempDir()
-	// A hang guard, not a speed target: a run that does not end within this
-	// bound is a bug (every wait in the suite has its own timeout).
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, conformBin, append(args, "--out", out)...)
-	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
-	b, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	code, console, raw, err := execConform(out, nil, args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ctx.Err() != nil {
-		t.Fatalf("conform %v hung; output so far:\n%s", args, b)
+	r, problems := reportProblems(args, console, raw)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	if strings.Contains(string(b), "panic:") || strings.Contains(string(b), "goroutine ") {
-		t.Errorf("conform %v panicked:\n%s", args, b)
+	if raw != nil && r == nil {
+		t.FailNow()
 	}
-	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-	if err != nil {
-		return code, string(b), nil, out
-	}
-	validateReport(t, raw)
-	var r reports.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("conform.json does not parse: %v", err)
-	}
-	// The OpenAPI gate: every request the suite sends matches an operation
-	// of the vendored document or is a registered negative probe
-	// (client.Request.Probe), whatever the target.
-	for _, d := range r.SuiteDefects {
-		t.Errorf("conform %v: suite defect: %s", args, d)
-	}
-	return code, string(b), &r, out
+	return code, console, r, out
 }
 
 // verdicts returns the ids with the given verdict.
@@ -129,6 +351,9 @@ type faultCase struct {
 	Fault     refharness.Fault
 	Fails     []string
 	Tolerated []string
+	// Args are extra `conform run` flags of this row only, each with the
+	// reason in a comment at the row.
+	Args []string
 }
 
 // faultStreamTimeout bounds stream waits in proof runs: a stream that stays
@@ -149,9 +374,9 @@ func runProof(t *testing.T, name, url, levels string) (int, *reports.Report) {
 
 // assertCaught checks that a broken target fails exactly the wanted
 // requirements (plus tolerated ones) and exits 1.
-func assertCaught(t *testing.T, name, url, levels string, fails, tolerated []string) {
+func assertCaught(t *testing.T, name string, spec targetSpec, levels string, fails, tolerated []string, extra ...string) {
 	t.Helper()
-	code, r := runProof(t, name, url, levels)
+	code, r, _ := proof(t, name, spec, levels, extra...)
 	failed := verdicts(r, reports.Fail)
 	for _, id := range fails {
 		if !slices.Contains(failed, id) {
@@ -170,9 +395,9 @@ func assertCaught(t *testing.T, name, url, levels string, fails, tolerated []str
 
 // assertWarnsOnly checks that a target breaking a SHOULD gets a warning
 // for exactly that requirement and no failure or error.
-func assertWarnsOnly(t *testing.T, name, url, levels, warns string) {
+func assertWarnsOnly(t *testing.T, name string, spec targetSpec, levels, warns string) {
 	t.Helper()
-	_, r := runProof(t, name, url, levels)
+	_, r, _ := proof(t, name, spec, levels)
 	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, warns) {
 		t.Errorf("%s: %s not reported as a warning (warnings: %v)", name, warns, warned)
 	}
@@ -182,27 +407,31 @@ func assertWarnsOnly(t *testing.T, name, url, levels, warns string) {
 }
 
 // assertClean checks that a legal-but-unusual target gets no failure, no
-// error and no warning.
-func assertClean(t *testing.T, name, url, levels string) {
+// error and no warning; it returns how often the target's middleware
+// changed an answer.
+func assertClean(t *testing.T, name string, spec targetSpec, levels string) int {
 	t.Helper()
-	_, r := runProof(t, name, url, levels)
+	_, r, used := proof(t, name, spec, levels)
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
 		t.Errorf("%s is legal but the suite reports %v: %s", name, bad, messages(r, bad))
 	}
+	return used
 }
 
 // assertFaultCaught runs the suite against a harness with the fault.
 func assertFaultCaught(t *testing.T, tc faultCase, levels string) {
 	t.Helper()
-	url := harness(t, refharness.Options{Faults: refharness.Faults{tc.Fault: true}})
-	assertCaught(t, "fault "+string(tc.Fault), url, levels, tc.Fails, tc.Tolerated)
+	assertCaught(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels, tc.Fails, tc.Tolerated, tc.Args...)
 }
 
 // assertVariantPasses runs the suite against a legal-but-unusual harness.
 func assertVariantPasses(t *testing.T, v refharness.Variant, levels string) {
 	t.Helper()
-	assertClean(t, "variant "+string(v), harness(t, refharness.Options{Variants: refharness.Variants{v: true}}), levels)
+	assertClean(t, "variant "+string(v), targetSpec{Variants: []refharness.Variant{v}}, levels)
 }
+
+// wrapped is the spec of an unmodified harness behind a wrapfault middleware.
+func wrapped(name string) targetSpec { return targetSpec{Wrap: name} }
 
 func messages(r *reports.Report, ids []string) string {
 	var b strings.Builder
@@ -220,19 +449,63 @@ var (
 	reportSchemaErr  error
 )
 
-// validateReport checks a produced conform.json against the project's
+// schemaProblems checks a produced conform.json against the project's
 // schema: every report any self-check run writes must conform.
-func validateReport(t *testing.T, raw []byte) {
-	t.Helper()
+func schemaProblems(raw []byte) []string {
 	reportSchemaOnce.Do(func() { reportSchema, reportSchemaErr = schemas.Compile("conform-report.v1.schema.json") })
 	if reportSchemaErr != nil {
-		t.Fatal(reportSchemaErr)
+		return []string{reportSchemaErr.Error()}
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		t.Fatalf("conform.json: %v", err)
+		return []string{fmt.Sprintf("conform.json: %v", err)}
 	}
 	if p := schemas.Problems(reportSchema, inst); len(p) > 0 {
-		t.Errorf("conform.json does not match conform-report.v1.schema.json: %v", p)
+		return []string{fmt.Sprintf("conform.json does not match conform-report.v1.schema.json: %v", p)}
+	}
+	return nil
+}
+
+// Every wrapfault middleware is some row's target, and every row names one
+// that exists.
+func TestEveryWrapHasARow(t *testing.T) {
+	used := map[string]int{"receipt-policy-optional": 1, "keeps-waiting": 1} // TestReceiptPolicyOptional, TestDurabilityRecoveredAsWaiting
+	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults} {
+		for _, r := range rows {
+			used[r.Name]++
+		}
+	}
+	for _, r := range restWrapShouldFaults {
+		used[r.Name]++
+	}
+	for _, r := range streamWrapShouldFaults {
+		used[r.Name]++
+	}
+	for _, r := range receiptWrapShouldFaults {
+		used[r.Name]++
+	}
+	for _, names := range [][]string{restWrapVariants, receiptWrapVariants} {
+		for _, n := range names {
+			used[n]++
+		}
+	}
+	for _, n := range streamReadings {
+		used[n]++
+	}
+	for _, r := range receiptUnverifiedRows {
+		if r.Target.Wrap != "" {
+			used[r.Target.Wrap]++
+		}
+	}
+	have := wrapfault.Names()
+	for _, n := range have {
+		if used[n] != 1 {
+			t.Errorf("wrapfault %s is the target of %d rows, want 1", n, used[n])
+		}
+	}
+	for n := range used {
+		if !slices.Contains(have, n) {
+			t.Errorf("a row names wrapfault %s, which does not exist", n)
+		}
 	}
 }

@@ -64,6 +64,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "conform serve: listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stderr, "conform serve: OAuth2 token endpoint http://%s%s (client_id %s, the API key as client secret; docs/oauth.md)\n",
+		ln.Addr(), refharness.OAuthTokenPath, opts.APIKeys[key])
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

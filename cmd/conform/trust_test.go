@@ -54,8 +54,9 @@ func TestThirdPartyStyleRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite")
 	}
-	url := harness(t, refharness.Options{Variants: refharness.Variants{refharness.VariantNoScenarioHook: true}})
-	_, r := runProof(t, "no hook", url, "core,receipts")
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	_, r, _ := proof(t, "no hook", targetSpec{Variants: []refharness.Variant{refharness.VariantNoScenarioHook}}, "core,receipts")
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
 		t.Fatalf("a conformant target without the hook gets %v: %s", bad, messages(r, bad))
 	}
@@ -100,7 +101,9 @@ func TestChattyAgentConformant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite")
 	}
-	assertOnlyUnverified(t, "chatty agent", harness(t, refharness.Options{Variants: refharness.Variants{refharness.VariantChattyAgent: true}}), "core", nil)
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	assertOnlyUnverified(t, "chatty agent", targetSpec{Variants: []refharness.Variant{refharness.VariantChattyAgent}}, "core", nil)
 }
 
 // A Core-only server offers no Workspace API. Given the workspace its
@@ -111,13 +114,12 @@ func TestCoreOnlyServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite")
 	}
-	url := harness(t, refharness.Options{Variants: refharness.Variants{refharness.VariantCoreOnly: true}})
-	assertOnlyUnverified(t, "core-only with --workspace-id", url, "core", nil, "--workspace-id", refharness.ProvisionedWorkspaceID)
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	coreOnly := targetSpec{Variants: []refharness.Variant{refharness.VariantCoreOnly}}
+	assertOnlyUnverified(t, "core-only with --workspace-id", coreOnly, "core", nil, "--workspace-id", refharness.ProvisionedWorkspaceID)
 
-	_, _, r, _ := runConform(t, "run", "--target", url, "--levels", "core", "--stream-timeout", faultStreamTimeout)
-	if r == nil {
-		t.Fatal("core-only without --workspace-id: no report")
-	}
+	_, r, _ := proof(t, "core-only without --workspace-id", coreOnly, "core")
 	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
 		t.Errorf("core-only without --workspace-id: %v: %s", bad, messages(r, bad))
 	}
@@ -140,13 +142,9 @@ var noRestart = []string{"CORE-DUR-001", "CORE-DUR-002"}
 // assertOnlyUnverified checks that a legal target gets no failure, error
 // or warning, and leaves no MUST unverified beyond the durability ones and
 // allowed.
-func assertOnlyUnverified(t *testing.T, name, url, levels string, allowed []string, extra ...string) {
+func assertOnlyUnverified(t *testing.T, name string, spec targetSpec, levels string, allowed []string, extra ...string) {
 	t.Helper()
-	args := append([]string{"run", "--target", url, "--levels", levels, "--stream-timeout", faultStreamTimeout}, extra...)
-	code, console, r, _ := runConform(t, args...)
-	if r == nil {
-		t.Fatalf("%s: no report; exit %d:\n%s", name, code, console)
-	}
+	_, r, _ := proof(t, name, spec, levels, extra...)
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
 		t.Errorf("%s is legal but the suite reports %v: %s", name, bad, messages(r, bad))
 	}

@@ -1,0 +1,355 @@
+package wrapfault
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Core REST and stream behaviour. The rows that use these (and say what
+// each must fail, warn about or pass) are in cmd/conform/faults_*_test.go.
+func init() {
+	register(map[string]Wrap{
+		// Faults.
+		"lists-without-page": rewriting(func(_ *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok && m["object"] == "list" {
+				delete(m, "page")
+			}
+		}),
+		"messages-reversed": rewriting(func(r *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/messages") {
+				if data, ok := m["data"].([]any); ok {
+					slices.Reverse(data)
+				}
+			}
+		}),
+		"content-not-matching-sha256": plain(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/content") {
+					next.ServeHTTP(w, r)
+					return
+				}
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				body := rec.Body.Bytes()
+				if rec.Code == http.StatusOK {
+					body = append(body, '!') // the bytes, not an error answer
+				}
+				copyRecorded(w, rec, body)
+			})
+		}),
+		"events-without-payload": rewriting(func(_ *http.Request, v any) {
+			eachObject(v, "event", func(e map[string]any) { delete(e, "payload") })
+		}),
+		"event-ranges-ignore-limit": plain(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/events") {
+					q := r.URL.Query()
+					q.Del("limit")
+					r.URL.RawQuery = q.Encode()
+				}
+				next.ServeHTTP(w, r)
+			})
+		}),
+
+		// SHOULDs broken.
+		"unknown-session-state": rewriting(func(_ *http.Request, v any) {
+			eachObject(v, "session", func(m map[string]any) {
+				if m["state"] != "CLOSED" { // a closed session stays closed (CORE-SESSION-001)
+					m["state"] = "HIBERNATING"
+				}
+			})
+		}),
+		"bare-a2a-card": rewriting(func(r *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+				if a, ok := m["a2a_card"].(map[string]any); ok {
+					delete(a, "defaultInputModes")
+				}
+			}
+		}),
+		// docs/interpretations.md#a2a-card: the A2A card declares how to authenticate.
+		"a2a-card-without-security": rewriting(func(r *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+				if a, ok := m["a2a_card"].(map[string]any); ok {
+					delete(a, "securitySchemes")
+					delete(a, "security")
+				}
+			}
+		}),
+		"card-claims-websocket": rewriting(func(r *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+				caps, _ := m["capabilities"].([]any)
+				m["capabilities"] = append(caps, "websocket")
+			}
+		}),
+		"failure-hidden": rewriting(func(_ *http.Request, v any) {
+			eachObject(v, "task", func(m map[string]any) { delete(m, "failure") })
+			eachObject(v, "event", func(e map[string]any) {
+				if p, ok := e["payload"].(map[string]any); ok && e["event"] == "task.failed" {
+					for _, k := range []string{"failure", "error", "reason", "message"} {
+						delete(p, k)
+					}
+				}
+			})
+		}),
+		"outcome-unreachable": rewriting(func(r *http.Request, v any) {
+			eachObject(v, "task", func(m map[string]any) { delete(m, "outcome_id") })
+			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/outcomes" && r.URL.Query().Get("task_id") != "" {
+				m["data"] = []any{}
+			}
+		}),
+
+		// Legal behaviour.
+		// Out-of-range limits clamped instead of refused.
+		"clamped-limit": plain(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				q := r.URL.Query()
+				if v := q.Get("limit"); v != "" {
+					switch n, err := strconv.Atoi(v); {
+					case err == nil && n < 1:
+						q.Set("limit", "1")
+					case err == nil && n > 200:
+						q.Set("limit", "200")
+					}
+					r.URL.RawQuery = q.Encode()
+				}
+				next.ServeHTTP(w, r)
+			})
+		}),
+		// An idempotent replay answered 200 rather than the first 201/202.
+		"replay-answers-200": plain(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost {
+					next.ServeHTTP(w, r)
+					return
+				}
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				for k, vs := range rec.Header() {
+					w.Header()[k] = vs
+				}
+				code := rec.Code
+				if rec.Header().Get("Idempotent-Replayed") == "true" && (code == http.StatusCreated || code == http.StatusAccepted) {
+					code = http.StatusOK
+				}
+				w.WriteHeader(code)
+				w.Write(rec.Body.Bytes())
+			})
+		}),
+		// error.param as a JSON Pointer.
+		"param-json-pointer": rewriting(func(_ *http.Request, v any) {
+			if m, ok := v.(map[string]any); ok {
+				if e, ok := m["error"].(map[string]any); ok {
+					if p, ok := e["param"].(string); ok && p != "" {
+						e["param"] = "/" + strings.NewReplacer(".", "/", "[", "/", "]", "").Replace(p)
+					}
+				}
+			}
+		}),
+		// UTC spelled +00:00 and with lower-case t and z.
+		"utc-spellings": rewriting(func(_ *http.Request, v any) { respellUTC(v) }),
+		// Clients may not create workspaces; one exists already. The
+		// lifecycle and stream specs create their workspace without the
+		// fallback to a listed one that the REST specs' newSession has.
+		"no-workspace-create": func(next http.Handler, env Env) (http.Handler, error) {
+			if rec := setupRequest(next, env, http.MethodPost, "/v1/workspaces", `{"name":"preset","root":"conform://preset"}`); rec.Code != http.StatusCreated {
+				return nil, &setupError{what: "preset workspace", code: rec.Code, body: rec.Body.String()}
+			}
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/workspaces" {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusForbidden)
+					io.WriteString(w, `{"error":{"code":"permission_denied","type":"permission_error","message":"workspaces are provisioned by the operator"}}`)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		},
+
+		// Readings of the spec the reference Harness does not take but a
+		// reasonable implementer could; each calls env.Used when it changes
+		// an answer.
+		"hold-streams-open":     holdStreamsOpen,
+		"refuse-unknown-cursor": refuseUnknownCursor,
+		"status-changed-only":   statusChangedOnly,
+	})
+}
+
+type setupError struct {
+	what string
+	code int
+	body string
+}
+
+func (e *setupError) Error() string {
+	return "wrapfault: " + e.what + ": " + strconv.Itoa(e.code) + " " + e.body
+}
+
+// respellUTC rewrites every "…Z" timestamp to "…+00:00", alternating the
+// case of the T and Z letters RFC 3339 lets a server choose.
+func respellUTC(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			if s, ok := c.(string); ok && strings.HasSuffix(k, "_at") && strings.HasSuffix(s, "Z") {
+				if len(k)%2 == 0 {
+					x[k] = strings.TrimSuffix(s, "Z") + "+00:00"
+				} else {
+					x[k] = strings.ToLower(s)
+				}
+				continue
+			}
+			respellUTC(c)
+		}
+	case []any:
+		for _, c := range x {
+			respellUTC(c)
+		}
+	}
+}
+
+// holdStreamsOpen keeps a task stream open with keep-alive comments after
+// the reference Harness ends it (it ends task streams once the task is
+// over; the spec does not say either way). Error streams still close.
+func holdStreamsOpen(next http.Handler, env Env) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/tasks/") || !strings.HasSuffix(r.URL.Path, "/stream") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &sniffWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status != http.StatusOK || bytes.Contains(sw.seen, []byte("event: error")) {
+			return
+		}
+		env.Used()
+		// The server's behaviour, not a wait of the test: a comment every
+		// 20 ms until the client goes away.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(w, ": still here\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+			}
+		}
+	}), nil
+}
+
+// sniffWriter remembers the status and the first bytes written.
+type sniffWriter struct {
+	http.ResponseWriter
+	status int
+	seen   []byte
+}
+
+func (s *sniffWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *sniffWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if len(s.seen) < 4096 {
+		s.seen = append(s.seen, b...)
+	}
+	return s.ResponseWriter.Write(b)
+}
+func (s *sniffWriter) Flush() { s.ResponseWriter.(http.Flusher).Flush() }
+
+// refuseUnknownCursor answers a stream request whose Last-Event-ID is not
+// an event the Harness holds with 410 cursor_expired instead of an error
+// event: a clear error that does not pretend the stream is continuous.
+func refuseUnknownCursor(next http.Handler, env Env) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		last := r.Header.Get("Last-Event-ID")
+		if last == "" || !strings.HasSuffix(r.URL.Path, "/stream") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		probe := httptest.NewRequest(http.MethodGet, "/v1/events/"+url.PathEscape(last), nil)
+		probe.Header = r.Header.Clone()
+		probe.Header.Del("Last-Event-ID")
+		probe.Header.Set("Accept", "application/json")
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, probe)
+		if rec.Code != http.StatusNotFound {
+			next.ServeHTTP(w, r)
+			return
+		}
+		env.Used()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		io.WriteString(w, `{"error":{"code":"cursor_expired","message":"that cursor is not held","type":"request_error","param":"Last-Event-ID"}}`)
+	}), nil
+}
+
+// statusChangedOnly announces every task transition after submission as
+// task.status_changed with only payload.status (no previous_status), in
+// event lists and on streams: the taxonomy's generic state event.
+func statusChangedOnly(next http.Handler, env Env) (http.Handler, error) {
+	specific := map[string]bool{"task.started": true, "task.input_required": true, "task.auth_required": true,
+		"task.completed": true, "task.failed": true, "task.canceled": true}
+	event := func(e map[string]any) {
+		if k, _ := e["event"].(string); specific[k] {
+			e["event"] = "task.status_changed"
+			if p, ok := e["payload"].(map[string]any); ok {
+				delete(p, "previous_status")
+			}
+			env.Used()
+		}
+	}
+	lists := rewritingFunc(func(_ *http.Request, v any) { eachObject(v, "event", event) })(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/stream") {
+			lists.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&frameRewriter{ResponseWriter: w, specific: specific, event: event}, r)
+	}), nil
+}
+
+// frameRewriter rewrites SSE lines as the reference Harness writes them
+// (whole frames per Write): event: lines of specific task state kinds, and
+// data: lines holding an Event.
+type frameRewriter struct {
+	http.ResponseWriter
+	specific map[string]bool
+	event    func(map[string]any)
+}
+
+func (fr *frameRewriter) Write(b []byte) (int, error) {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if k, ok := strings.CutPrefix(l, "event: "); ok && fr.specific[k] {
+			lines[i] = "event: task.status_changed"
+		}
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			dec := json.NewDecoder(strings.NewReader(d))
+			dec.UseNumber()
+			var m map[string]any
+			if dec.Decode(&m) == nil && m["object"] == "event" {
+				fr.event(m)
+				if nb, err := json.Marshal(m); err == nil {
+					lines[i] = "data: " + string(nb)
+				}
+			}
+		}
+	}
+	if _, err := fr.ResponseWriter.Write([]byte(strings.Join(lines, "\n"))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (fr *frameRewriter) Flush() { fr.ResponseWriter.(http.Flusher).Flush() }
