@@ -294,9 +294,8 @@ type receiptPlan struct {
 
 // sealedReceipt is a sealed receipt ready to go into its task's commit.
 type sealedReceipt struct {
-	id, hash  string
-	sealed    []byte
-	artifacts []*Artifact
+	id, hash, raw string
+	artifacts     []*Artifact
 }
 
 // draftReceiptLocked mints the receipt id and gathers what terminal task t
@@ -484,32 +483,43 @@ func (s *Server) finishReceipt(p *receiptPlan, head string) (*sealedReceipt, err
 			prev = sha256Proof([]byte(h)) // the hash of a hash: no receipt has it
 		}
 	}
-	var sealed []byte
-	var hash string
+	var raw, hash string
 	ok := false
 	if p.pre != nil {
-		sealed, hash, ok = p.pre.seal(prev)
+		raw, hash, ok = p.pre.seal(prev)
 	}
-	var err error
 	if !ok {
 		p.doc["chain"].(map[string]any)["previous_receipt_hash"] = prev
-		if sealed, hash, err = sealDoc(p.doc, p.signers); err != nil {
+		sealed, h, err := sealDoc(p.doc, p.signers)
+		if err != nil {
+			return nil, err
+		}
+		raw, hash = string(sealed), h
+	}
+	if f := s.opts.Faults; f.Has(FaultReceiptUpperHash) || f.Has(FaultReceiptSignsDigest) || f.Has(FaultReceiptHashCorrupt) {
+		var err error
+		if raw, hash, err = s.receiptFaults([]byte(raw), hash, p.signer); err != nil {
 			return nil, err
 		}
 	}
-	signer := p.signer
+	return &sealedReceipt{id: p.id, hash: hash, raw: raw, artifacts: p.artifacts}, nil
+}
+
+// receiptFaults applies the faults that alter a receipt after sealing.
+func (s *Server) receiptFaults(sealed []byte, hash string, signer receipt.Signer) (string, string, error) {
+	var err error
 	if s.opts.Faults.Has(FaultReceiptUpperHash) {
 		if sealed, hash, err = upperHash(sealed, hash, signer); err != nil {
-			return nil, err
+			return "", "", err
 		}
 	}
 	if s.opts.Faults.Has(FaultReceiptSignsDigest) {
 		digest, err := hex.DecodeString(strings.TrimPrefix(hash, receipt.HashPrefix))
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		if sealed, err = resign(sealed, digest, signer); err != nil {
-			return nil, err
+			return "", "", err
 		}
 	}
 	if s.opts.Faults.Has(FaultReceiptHashCorrupt) {
@@ -519,21 +529,21 @@ func (s *Server) finishReceipt(p *receiptPlan, head string) (*sealedReceipt, err
 		dec := json.NewDecoder(strings.NewReader(string(sealed)))
 		dec.UseNumber()
 		if err := dec.Decode(&m); err != nil {
-			return nil, err
+			return "", "", err
 		}
 		m["metadata"].(map[string]any)["task_status"] = "edited after sealing"
 		if sealed, err = json.Marshal(m); err != nil {
-			return nil, err
+			return "", "", err
 		}
 	}
-	return &sealedReceipt{id: p.id, hash: hash, sealed: sealed, artifacts: p.artifacts}, nil
+	return string(sealed), hash, nil
 }
 
 // attachReceiptLocked adds sealed receipt r of task t to cm: the receipt,
 // its id on t, its outcome o and terminal event ev, the task's artifacts now
 // carrying it, and its receipt.issued event. Holds s.mu.
 func (s *Server) attachReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event, r *sealedReceipt) {
-	id, hash, sealed := r.id, r.hash, r.sealed
+	id, hash := r.id, r.hash
 
 	if !s.opts.Faults.Has(FaultReceiptRefDropped) {
 		t.ReceiptID = ptr(id)
@@ -553,7 +563,7 @@ func (s *Server) attachReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event,
 			o.Artifacts[i] = cp
 		}
 	}
-	cm.Receipts = append(cm.Receipts, &storedReceipt{ID: id, TaskID: t.ID, Hash: hash, Raw: string(sealed)})
+	cm.Receipts = append(cm.Receipts, &storedReceipt{ID: id, TaskID: t.ID, Hash: hash, Raw: r.raw})
 	// Receipt events are about the receipt: they belong to the session's
 	// stream, not the task's, whose events stay the task's own history.
 	issued := s.newEvent("receipt.issued", Pointer{"receipt", id},

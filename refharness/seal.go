@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -415,14 +416,14 @@ func preseal(doc map[string]any, signers []receipt.Signer) *presealed {
 // and returns the sealed receipt and its hash: sealDoc's result for the
 // document with prev in place of prevMark. ok is false if prev is not a
 // plain string; then nothing was done.
-func (p *presealed) seal(prev any) (sealed []byte, hash string, ok bool) {
-	prevJSON := []byte("null")
+func (p *presealed) seal(prev any) (sealed, hash string, ok bool) {
+	prevJSON := "null"
 	if prev != nil {
 		s, isStr := prev.(string)
 		if !isStr || !plainString(s) {
-			return nil, "", false
+			return "", "", false
 		}
-		prevJSON = []byte(`"` + s + `"`)
+		prevJSON = `"` + s + `"`
 	}
 	in := make([]byte, 0, len(p.canon[0])+len(prevJSON)+len(p.canon[1]))
 	in = append(append(append(in, p.canon[0]...), prevJSON...), p.canon[1]...)
@@ -435,26 +436,31 @@ func (p *presealed) seal(prev any) (sealed []byte, hash string, ok bool) {
 		}
 		sig = receipt.SignatureEncodingPrefix + base64.StdEncoding.EncodeToString(ed25519.Sign(p.signer.Key, msg))
 	}
-	n := len(prevJSON) + len(hash) + len(sig) + 6
+	n := len(prevJSON) + len(hash) + len(sig) + 4
 	for _, b := range p.out {
 		n += len(b)
 	}
-	sealed = make([]byte, 0, n)
+	var out strings.Builder // the stored receipt is a string: build it as one
+	out.Grow(n)
 	for i, b := range p.out {
-		sealed = append(sealed, b...)
+		out.Write(b)
 		if i == len(p.marks) {
 			break
 		}
 		switch p.marks[i] {
 		case prevMark:
-			sealed = append(sealed, prevJSON...)
+			out.WriteString(prevJSON)
 		case hashMark:
-			sealed = append(append(append(sealed, '"'), hash...), '"')
+			out.WriteByte('"')
+			out.WriteString(hash)
+			out.WriteByte('"')
 		case sigMark:
-			sealed = append(append(append(sealed, '"'), sig...), '"')
+			out.WriteByte('"')
+			out.WriteString(sig)
+			out.WriteByte('"')
 		}
 	}
-	return sealed, hash, true
+	return out.String(), hash, true
 }
 
 // plainString reports whether s is printable ASCII that JSON (canonical or

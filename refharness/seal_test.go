@@ -158,7 +158,7 @@ func TestPresealMatchesSealDoc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got, want) || hash != wantHash {
+			if got != string(want) || hash != wantHash {
 				t.Fatalf("%s #%d: two-step seal differs\n got %s %s\nwant %s %s", name, i, hash, got, wantHash, want)
 			}
 		}
