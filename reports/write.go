@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,7 +110,13 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer os.Remove(f.Name())
-	if err := fill(f); err != nil {
+	// Buffered: the HTML template writes thousands of small pieces.
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

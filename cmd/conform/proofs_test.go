@@ -339,6 +339,17 @@ var planOrder = []string{
 	"TestThirdPartyStyleRun", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
 }
 
+// planProofs adds a proof test's runs to the plan, after those above: a
+// file of proof tests calls it from init (files initialise in name order,
+// so the plan order stays fixed).
+func planProofs(name string, jobs func() []proofJob) {
+	if _, dup := proofPlan[name]; dup {
+		panic("planProofs: " + name + " is planned twice")
+	}
+	proofPlan[name] = jobs
+	planOrder = append(planOrder, name)
+}
+
 // The plan lists every proof test, once, and planOrder lists the plan.
 func TestProofPlan(t *testing.T) {
 	seen := map[string]bool{}
