@@ -98,10 +98,12 @@ func TestVersionCommit(t *testing.T) {
 	}
 	// The binary TestMain built: -ldflags -X main.commit and main.version
 	// win over anything Go stamped.
-	bin := filepath.Join(t.TempDir(), "conform")
-	if b, err := exec.Command("go", "build", "-ldflags", "-X main.commit=c0ffee -X main.version=v9.9.9", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	// Built where a warm run finds it linked already.
+	dir := t.TempDir()
+	if err := cachedBuild(dir, []string{"-ldflags", "-X main.commit=c0ffee -X main.version=v9.9.9"}, "."); err != nil {
+		t.Fatal(err)
 	}
+	bin := filepath.Join(dir, "conform")
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || !strings.Contains(string(out), "conform v9.9.9 (protocol agents-protocol-2026-04-25, commit c0ffee,") {
 		t.Errorf("stamped binary: %q, %v", out, err)

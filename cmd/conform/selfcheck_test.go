@@ -86,15 +86,32 @@ func buildBinaries(dir string, pkgs ...string) error {
 		cache = os.TempDir()
 	}
 	sum := sha256.Sum256([]byte(wd))
-	shared := filepath.Join(cache, "conform-selfcheck", hex.EncodeToString(sum[:8]))
+	buildCache = filepath.Join(cache, "conform-selfcheck", hex.EncodeToString(sum[:8]))
+	return cachedBuild(dir, nil, pkgs...)
+}
+
+// buildCache is the directory buildBinaries builds into.
+var buildCache string
+
+// cachedBuild builds the main packages pkgs with extra build flags into a
+// directory of buildCache kept for these flags, and links the binaries into
+// dir.
+func cachedBuild(dir string, flags []string, pkgs ...string) error {
+	sum := sha256.Sum256([]byte(strings.Join(flags, "\x00")))
+	shared := filepath.Join(buildCache, hex.EncodeToString(sum[:4]))
 	if err := os.MkdirAll(shared, 0o700); err != nil {
 		return err
 	}
-	if out, err := exec.Command("go", append([]string{"build", "-o", shared + string(os.PathSeparator)}, pkgs...)...).CombinedOutput(); err != nil {
+	args := append(append([]string{"build"}, flags...), "-o", shared+string(os.PathSeparator))
+	if out, err := exec.Command("go", append(args, pkgs...)...).CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %v: %v\n%s", pkgs, err, out)
 	}
-	for _, name := range []string{"conform", "wrapserve"} {
-		if err := linkOrCopy(filepath.Join(shared, name), filepath.Join(dir, name)); err != nil {
+	ents, err := os.ReadDir(shared)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := linkOrCopy(filepath.Join(shared, e.Name()), filepath.Join(dir, e.Name())); err != nil {
 			return err
 		}
 	}

@@ -140,7 +140,7 @@ type param struct {
 	name, in string
 	required bool
 	typ      string // the schema's type: integer, number, boolean or string
-	schema   *jsonschema.Schema
+	schema   *lazySchema
 }
 
 type response struct {
@@ -151,7 +151,30 @@ type response struct {
 type media struct {
 	typ    string // media type, lower case
 	json   bool
-	schema *jsonschema.Schema // nil for non-JSON media
+	schema *lazySchema // nil for non-JSON media
+}
+
+// lazySchema is a schema of the document compiled on first use: a run
+// touches a fraction of the operations, and compiling every schema up
+// front was a fifth of a short run's CPU. TestEverySchemaCompiles keeps
+// the vendored document's schemas compilable.
+type lazySchema struct {
+	url string
+	s   *jsonschema.Schema
+	err error
+	ok  bool // compiled (s or err is set)
+}
+
+// compiled compiles l once. The compiler is not safe for concurrent use:
+// compMu serialises it.
+func (d *Doc) compiled(l *lazySchema) (*jsonschema.Schema, error) {
+	d.compMu.Lock()
+	defer d.compMu.Unlock()
+	if !l.ok {
+		l.s, l.err = d.compiler.Compile(l.url)
+		l.ok = true
+	}
+	return l.s, l.err
 }
 
 type compSch struct {
@@ -171,8 +194,8 @@ func Default() (*Doc, error) {
 	return defaultDoc, defaultErr
 }
 
-// Load parses the embedded document, applies the patches of PATCHES.md, and
-// compiles every schema an operation uses. An error means the vendored file
+// Load parses the embedded document and applies the patches of
+// PATCHES.md; the schemas an operation uses compile on first use. An error means the vendored file
 // or a patch is broken, never the target.
 func Load() (*Doc, error) { return load(nil) }
 
@@ -213,7 +236,7 @@ func load(skip map[string]bool) (*Doc, error) {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	d.errorResp = &response{key: "DEFAULT", content: map[string]*media{
-		"application/json": {typ: "application/json", json: true, schema: d.errorEnv}}}
+		"application/json": {typ: "application/json", json: true, schema: &lazySchema{s: d.errorEnv, ok: true}}}}
 	return d, nil
 }
 
@@ -486,9 +509,7 @@ func (b *builder) operation(tmpl, method string, item, ov map[string]any, secure
 			pr.required, _ = p["required"].(bool)
 			if sch, ok := p["schema"].(map[string]any); ok {
 				pr.typ, _ = sch["type"].(string)
-				if pr.schema, err = b.c.Compile(docURL + "#" + pointerURL(append(ptr, "schema")...)); err != nil {
-					return fmt.Errorf("parameter %s: %w", name, err)
-				}
+				pr.schema = &lazySchema{url: docURL + "#" + pointerURL(append(ptr, "schema")...)}
 			}
 			o.params = append(o.params, pr)
 			switch {
@@ -563,10 +584,7 @@ func (b *builder) content(obj map[string]any, ptr []string) (map[string]*media, 
 		m := &media{typ: strings.ToLower(mt), json: isJSON(mt)}
 		mo, _ := mv.(map[string]any)
 		if _, ok := mo["schema"].(map[string]any); ok && m.json {
-			var err error
-			if m.schema, err = b.c.Compile(docURL + "#" + pointerURL(append(append([]string(nil), ptr...), "content", mt, "schema")...)); err != nil {
-				return nil, fmt.Errorf("%s: %w", mt, err)
-			}
+			m.schema = &lazySchema{url: docURL + "#" + pointerURL(append(append([]string(nil), ptr...), "content", mt, "schema")...)}
 		}
 		out[m.typ] = m
 	}

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"net/http"
 	"slices"
 	"sort"
 	"testing"
@@ -138,5 +139,64 @@ func TestOperationsAreSortedAndProbeable(t *testing.T) {
 	ops[0].Success[0] = 999
 	if mustDoc(t).Operations()[0].Success[0] == 999 {
 		t.Error("Operations() shares its slices with the document")
+	}
+}
+
+// Schemas compile on first use (lazySchema); this compiles every one the
+// operations use, so a patch or a vendored-document change that breaks
+// one fails here, not in some run that happens to reach it.
+func TestEverySchemaCompiles(t *testing.T) {
+	d, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	try := func(what string, l *lazySchema) {
+		if l == nil {
+			return
+		}
+		n++
+		if _, err := d.compiled(l); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	for _, o := range d.ops {
+		for _, p := range o.params {
+			try(o.ID+" parameter "+p.name, p.schema)
+		}
+		for mt, m := range o.body {
+			try(o.ID+" request "+mt, m.schema)
+		}
+		for key, r := range o.responses {
+			for mt, m := range r.content {
+				try(o.ID+" "+key+" "+mt, m.schema)
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("compiled %d schemas; the document has far more", n)
+	}
+}
+
+// A schema that does not compile is the document's defect, reported as
+// such, never a verdict on the target.
+func TestUncompilableSchemaIsADocumentDefect(t *testing.T) {
+	d, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var get *op
+	for _, o := range d.ops {
+		if o.ID == "getTask" {
+			get = o
+		}
+	}
+	if get == nil || get.responses["200"] == nil || get.responses["200"].content["application/json"] == nil {
+		t.Fatal("getTask has no 200 application/json response")
+	}
+	get.responses["200"].content["application/json"].schema = &lazySchema{url: docURL + "#/no/such/schema"}
+	vs := d.ValidateResponse("GET", "/v1/tasks/task_1", 200, http.Header{"Content-Type": {"application/json"}}, []byte(`{}`))
+	if len(vs) != 1 || vs[0].Kind != KindDocument || vs[0].Req != "" {
+		t.Errorf("got %v; want one document defect and no verdict on the target", vs)
 	}
 }

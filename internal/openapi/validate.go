@@ -24,11 +24,12 @@ const (
 	KindUnmatched = "unmatched" // no operation of the document matches the request
 	KindRequest   = "request"   // the suite's request breaks the document: a suite bug
 	KindResponse  = "response"  // the target's response breaks the document
+	KindDocument  = "document"  // a schema of the vendored document does not compile: a suite bug
 )
 
 // Violation is one way an exchange departs from the document.
 type Violation struct {
-	Kind string // KindUnmatched, KindRequest or KindResponse
+	Kind string // KindUnmatched, KindRequest, KindResponse or KindDocument
 	// Op names the exchange: "GET /v1/tasks/t1 → 200" for a response,
 	// "POST /v1/tasks" for a request.
 	Op string
@@ -165,7 +166,12 @@ func (d *Doc) ValidateRequest(method, path string, query url.Values, header http
 				break
 			}
 			if m.schema != nil {
-				out = append(out, d.checkJSON(x, m.schema, body)...)
+				s, err := d.compiled(m.schema)
+				if err != nil {
+					out = append(out, documentDefect(x, err))
+					break
+				}
+				out = append(out, d.checkJSON(x, s, body)...)
 			}
 		}
 	}
@@ -176,6 +182,10 @@ func (d *Doc) ValidateRequest(method, path string, query url.Values, header http
 func (d *Doc) checkParam(x exchange, p *param, raw string) []Violation {
 	if p.schema == nil {
 		return nil
+	}
+	schema, err := d.compiled(p.schema)
+	if err != nil {
+		return []Violation{documentDefect(x, err)}
 	}
 	desc := p.in + " parameter " + p.name
 	if !strings.EqualFold(p.name, "Authorization") {
@@ -196,7 +206,7 @@ func (d *Doc) checkParam(x exchange, p *param, raw string) []Violation {
 		v = bv
 	}
 	var out []Violation
-	for _, l := range flatten(p.schema, v) {
+	for _, l := range flatten(schema, v) {
 		out = append(out, x.violation("", "", desc+": "+l.msg, ""))
 	}
 	return out
@@ -316,7 +326,20 @@ func (d *Doc) checkContent(x exchange, resp *response, header http.Header, body 
 		}
 		return nil
 	}
-	return d.checkJSONBody(x, m.schema, header, body)
+	var s *jsonschema.Schema
+	if m.schema != nil {
+		var err error
+		if s, err = d.compiled(m.schema); err != nil {
+			return []Violation{documentDefect(x, err)}
+		}
+	}
+	return d.checkJSONBody(x, s, header, body)
+}
+
+// documentDefect is the violation of an exchange whose schema does not
+// compile: the vendored document's fault, never the target's.
+func documentDefect(x exchange, err error) Violation {
+	return Violation{Kind: KindDocument, Op: x.label, OperationID: x.opID, Message: bound("the vendored OpenAPI document's schema does not compile: "+err.Error(), maxMessageBytes)}
 }
 
 func contentTypeMsg(ct string) string {
