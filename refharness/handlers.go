@@ -20,6 +20,7 @@ func (s *Server) discovery() map[string]any {
 	if s.opts.Variants.Has(VariantNoScenarioHook) {
 		delete(d["capabilities"].(map[string]any), "conform.scenarios")
 	}
+	s.advertiseMgmtHooks(d["capabilities"].(map[string]any)) // mgmt.go
 	return d
 }
 
@@ -197,6 +198,9 @@ func (s *Server) patchWorkspace(c *call) (*result, *apiError) {
 		w.Metadata = meta
 	}
 	w.UpdatedAt = s.now()
+	if s.opts.Faults.Has(FaultWorkspacePatchLost) {
+		return &result{status: http.StatusOK, body: &w}, nil
+	}
 	return &result{status: http.StatusOK, body: &w, c: &commit{Puts: []put{{Workspace: &w}}}}, nil
 }
 
@@ -380,12 +384,16 @@ func (s *Server) forkSession(c *call) (*result, *apiError) {
 	}
 	ns := &Session{Envelope: s.envelope("session", "session", meta), WorkspaceID: src.WorkspaceID, State: "ACTIVE",
 		PersonaID: src.PersonaID, RootSessionID: ptr(root), ParentSessionID: ptr(src.ID)}
-	if branch != "" {
-		ns.BranchID = ptr(branch)
-	}
 	cm := &commit{}
+	// The fork's lineage: the Branch it is on (branches.go).
+	if e := s.forkBranchLocked(cm, c, src, ns, branch, atID); e != nil {
+		return nil, e
+	}
 	copied := 0
 	for _, id := range s.st.sessMsgs[src.ID] {
+		if s.opts.Faults.Has(FaultForkSharesTranscript) {
+			break // the fault: the fork reads its parent's transcript instead
+		}
 		m, ok := s.st.messages.get(id)
 		if !ok {
 			continue
@@ -401,10 +409,10 @@ func (s *Server) forkSession(c *call) (*result, *apiError) {
 		copied++
 	}
 	cm.Puts = append([]put{{Session: ns}}, cm.Puts...)
-	cm.Events = []*Event{
+	cm.Events = append(cm.Events,
 		s.newEvent("session.created", Pointer{"session", ns.ID}, map[string]any{"workspace_id": ns.WorkspaceID, "parent_session_id": src.ID}, ns.WorkspaceID, ns.ID, "", c.actor),
 		s.newEvent("session.thread_forked", Pointer{"session", src.ID}, map[string]any{"forked_session_id": ns.ID, "at_event_id": nullable(atID), "copied_message_count": copied}, src.WorkspaceID, src.ID, "", c.actor),
-	}
+	)
 	return &result{status: http.StatusCreated, body: ns, c: cm}, nil
 }
 
@@ -439,6 +447,9 @@ func (s *Server) truncateSession(c *call) (*result, *apiError) {
 	se := *old
 	cm := &commit{}
 	for _, id := range ids[keep:] {
+		if s.opts.Faults.Has(FaultTruncateKeepsTurns) {
+			break // the fault: counts are answered, nothing is removed
+		}
 		cm.Deletes = append(cm.Deletes, Pointer{"message", id})
 	}
 	se.Transcript.MessageCount = int(keep)
@@ -463,6 +474,9 @@ func (s *Server) listSessionMessages(c *call) (any, *apiError) {
 	id := c.params[0]
 	if _, ok := s.st.sessions.get(id); !ok {
 		return nil, notFound("session", id)
+	}
+	if s.opts.Faults.Has(FaultMessagesNewestFirst) || s.opts.Faults.Has(FaultForkSharesTranscript) {
+		return s.faultyMessageList(c, id) // personas.go
 	}
 	return listPage(s, c, s.st.messages, func(m *Message) bool { return m.SessionID != nil && *m.SessionID == id })
 }
@@ -556,10 +570,12 @@ func (s *Server) registerArtifact(c *call) (*result, *apiError) {
 		content = raw
 		h := sha256.Sum256(raw)
 		got := hex.EncodeToString(h[:])
-		if hasSum && !strings.EqualFold(sum, got) {
+		switch {
+		case hasSum && !strings.EqualFold(sum, got) && !s.opts.Faults.Has(FaultArtifactDigestUnchecked):
 			return nil, badRequest("sha256", "sha256 = %s, but the content hashes to %s", sum, got)
+		case !hasSum || !s.opts.Faults.Has(FaultArtifactDigestUnchecked):
+			sum, hasSum = got, true
 		}
-		sum, hasSum = got, true
 		a.SizeBytes = ptr(int64(len(raw)))
 	}
 	if hasSum {
@@ -610,6 +626,7 @@ func (s *Server) registerArtifact(c *call) (*result, *apiError) {
 	}
 	a.Envelope = s.envelope("artifact", "artifact", meta)
 	a.WorkspaceID, a.SessionID, a.TaskID = optStr(ws), optStr(sess), optStr(task)
+	a.BranchID = s.artifactBranchLocked(sess, task) // branches.go
 	cm := &commit{Puts: []put{{Artifact: a}},
 		Events: []*Event{s.newEvent("artifact.created", Pointer{"artifact", a.ID}, map[string]any{"kind": kind, "sha256": a.SHA256}, ws, sess, task, c.actor)}}
 	if content != nil {
@@ -677,11 +694,19 @@ func (s *Server) getPersona(c *call) (any, *apiError) {
 	return nil, notFound("persona", c.params[0])
 }
 
-func (s *Server) listSkills(c *call) (any, *apiError) { return listPage(s, c, s.st.skills, nil) }
+func (s *Server) listSkills(c *call) (any, *apiError) {
+	l, e := listPage(s, c, s.st.skills, nil)
+	if e == nil {
+		for i, v := range l.Data {
+			l.Data[i] = s.skillView(v.(*Skill)) // personas.go
+		}
+	}
+	return l, e
+}
 
 func (s *Server) getSkill(c *call) (any, *apiError) {
 	if p, ok := s.st.skills.get(c.params[0]); ok {
-		return p, nil
+		return s.skillView(p), nil
 	}
 	return nil, notFound("skill", c.params[0])
 }

@@ -97,6 +97,7 @@ type Artifact struct {
 	SessionID   *string `json:"session_id"`
 	TaskID      *string `json:"task_id"`
 	ReceiptID   *string `json:"receipt_id"`
+	BranchID    *string `json:"branch_id"` // the Branch it was made on (EXT-BRANCH-002; branches.go)
 }
 
 // Outcome is the terminal user-visible result of a task.
@@ -119,8 +120,9 @@ type Persona struct {
 	Description   string   `json:"description"`
 	AutonomyTier  string   `json:"autonomy_tier"`
 	ReceiptPolicy string   `json:"receipt_policy"`
-	Tools         []string `json:"tools"`
-	Capabilities  []string `json:"capabilities"`
+	Tools         []string `json:"tools"`        // granted tools ("*": all); personas.go
+	Capabilities  []string `json:"capabilities"` // granted capabilities ("*": all)
+	QuotaID       *string  `json:"quota_id"`
 }
 
 // Skill is a callable capability.

@@ -216,6 +216,48 @@ const (
 	FaultOAuthReadScopeWrites  Fault = "oauth-read-scope-writes"   // a resource's read scope also grants its writes (a SHOULD: scopes name resource actions)
 )
 
+// Extended faults of personas, workspaces, sessions, branches, artifacts
+// and skills (personas.go, branches.go), issue 10: each breaks one
+// EXT-PERSONA/WORKSPACE/SESSION/BRANCH/ARTIFACT/IDEM/SKILL requirement.
+const (
+	FaultPersonaPatchLost           Fault = "persona-patch-lost"           // PATCH /v1/personas/{id} answers the change but does not store it
+	FaultPersonaToolsIgnored        Fault = "persona-tools-ignored"        // tasks run tools and capabilities their Persona does not grant
+	FaultPersonaApprovalSkipped     Fault = "persona-approval-skipped"     // under act_with_approval a tool runs without waiting for an approval
+	FaultPersonaShadowActs          Fault = "persona-shadow-acts"          // under shadow and suggest a tool's side effect is carried out
+	FaultPersonaReceiptSkipped      Fault = "persona-receipt-skipped"      // tasks naming a Persona whose receipt_policy is required end without a receipt
+	FaultWorkspacePatchLost         Fault = "workspace-patch-lost"         // PATCH /v1/workspaces/{id} answers the change but does not store it
+	FaultBranchWrongWorkspace       Fault = "branch-wrong-workspace"       // branches name a workspace_id other than their session's
+	FaultMessagesNewestFirst        Fault = "messages-newest-first"        // a session's message list is served newest first
+	FaultTruncateKeepsTurns         Fault = "truncate-keeps-turns"         // truncate answers its counts but removes no message
+	FaultForkSharesTranscript       Fault = "fork-shares-transcript"       // a fork reads its parent's live transcript, so truncating the parent empties the fork (a SHOULD)
+	FaultBranchNotListed            Fault = "branch-not-listed"            // GET /v1/sessions/{id}/branches is always empty (branches still readable by id)
+	FaultTaskBranchDropped          Fault = "task-branch-dropped"          // a task submitted with branch_id stores branch_id null
+	FaultArtifactDigestUnchecked    Fault = "artifact-digest-unchecked"    // an upload whose sha256 does not match its bytes is stored with the stated hash
+	FaultArtifactIdempotencyIgnored Fault = "artifact-idempotency-ignored" // POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact
+	FaultExtIdempotencyIgnored      Fault = "ext-idempotency-ignored"      // persona create/patch, branch create, fork and truncate ignore Idempotency-Key
+	FaultApprovalIdempotencyIgnored Fault = "approval-idempotency-ignored" // a retried tool_confirmation with the same Idempotency-Key is recorded twice
+	FaultSkillSchemaNotObject       Fault = "skill-schema-not-object"      // skills render output_schema as a string, not a JSON Schema object or null
+)
+
+// Faults of memories.go, vaults.go, quotas.go and connectors.go (issue 10):
+// each breaks one EXT-MEMORY, EXT-VAULT, EXT-QUOTA, EXT-CONNECTOR or
+// EXT-AUTHZ requirement. AllFaults lists them.
+const (
+	FaultMemoryDeleteKeeps     Fault = "memory-delete-keeps"               // DELETE /v1/memories/{id} answers 204 but the memory stays readable and listed
+	FaultMemoryInTranscript    Fault = "memory-in-transcript"              // a session-scoped memory is also appended to the session as a system message
+	FaultVaultNotReadable      Fault = "vault-not-readable"                // GET /v1/vaults/{id} answers 404 for the vaults it created (they are still listed)
+	FaultVaultReadLeaks        Fault = "vault-read-leaks"                  // GET /v1/vaults/{id} shows the vault's stored secret values
+	FaultVaultSecretInEvent    Fault = "vault-secret-in-event"             // a use_vault_secret step's tool.requested event carries the secret value
+	FaultVaultPolicyIgnored    Fault = "vault-policy-ignored"              // use_vault_secret uses a vault's secret although the vault's capabilities do not allow "use"
+	FaultQuotaNotListed        Fault = "quota-not-listed"                  // GET /v1/quotas is always empty (quotas still readable by id)
+	FaultQuotaCheckedLate      Fault = "quota-checked-late"                // an exhausted hard quota stops a task only after it started working
+	FaultQuotaRefusedAs409     Fault = "quota-refused-as-409"              // an exhausted hard quota refuses a submit with 409 conflict instead of a policy or rate-limit refusal
+	FaultConnectorNotReadable  Fault = "connector-not-readable"            // GET /v1/connectors/{id} answers 404 (connectors are still listed)
+	FaultConnectorNoDedupe     Fault = "connector-no-dedupe"               // a redelivered provider delivery submits a second task (its dedupe key is still reported)
+	FaultConnectorKeyIgnoresID Fault = "connector-key-ignores-delivery-id" // the dedupe key is the connector and event kind, so distinct deliveries are deduplicated too
+	FaultConnectorTaskNoKey    Fault = "connector-task-no-key"             // connector tasks carry no idempotency key (a SHOULD: EXT-CONNECTOR-004)
+)
+
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
 	return []Fault{
@@ -244,6 +286,14 @@ func AllFaults() []Fault {
 		FaultCardUnsigned, FaultCardSignatureStale, FaultCardSignsRawJSON, FaultCardNoKeyID,
 		FaultOAuthAcceptsExpired, FaultOAuthIgnoresAudience, FaultOAuthIgnoresIssuer, FaultOAuthSkipsSignature,
 		FaultOAuthReadsIgnoreScope, FaultOAuthNotOnStreams, FaultOAuthReadScopeWrites,
+		FaultPersonaPatchLost, FaultPersonaToolsIgnored, FaultPersonaApprovalSkipped, FaultPersonaShadowActs,
+		FaultPersonaReceiptSkipped, FaultWorkspacePatchLost, FaultBranchWrongWorkspace, FaultMessagesNewestFirst,
+		FaultTruncateKeepsTurns, FaultForkSharesTranscript, FaultBranchNotListed, FaultTaskBranchDropped,
+		FaultArtifactDigestUnchecked, FaultArtifactIdempotencyIgnored, FaultExtIdempotencyIgnored,
+		FaultApprovalIdempotencyIgnored, FaultSkillSchemaNotObject,
+		FaultMemoryDeleteKeeps, FaultMemoryInTranscript, FaultVaultNotReadable, FaultVaultReadLeaks,
+		FaultVaultSecretInEvent, FaultVaultPolicyIgnored, FaultQuotaNotListed, FaultQuotaCheckedLate, FaultQuotaRefusedAs409,
+		FaultConnectorNotReadable, FaultConnectorNoDedupe, FaultConnectorKeyIgnoresID, FaultConnectorTaskNoKey,
 	}
 }
 

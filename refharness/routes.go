@@ -88,15 +88,14 @@ func (s *Server) routes() []route {
 		{method: "GET", pattern: "outcomes/{}", get: s.getOutcome},
 		{method: "GET", pattern: "personas", get: s.listPersonas},
 		{method: "GET", pattern: "personas/{}", get: s.getPersona},
+		{method: "POST", pattern: "personas", write: s.createPersona},         // personas.go
+		{method: "PATCH", pattern: "personas/{}", write: s.patchPersona},      // personas.go
+		{method: "GET", pattern: "sessions/{}/branches", get: s.listBranches}, // branches.go
+		{method: "POST", pattern: "sessions/{}/branches", write: s.createBranch},
+		{method: "GET", pattern: "branches/{}", get: s.getBranch},
 		{method: "GET", pattern: "skills", get: s.listSkills},
 		{method: "GET", pattern: "skills/{}", get: s.getSkill},
-		{method: "GET", pattern: "connectors", get: s.emptyList},
-		{method: "GET", pattern: "connectors/{}", get: s.absent("connector")},
-		{method: "GET", pattern: "quotas", get: s.emptyList},
-		{method: "GET", pattern: "quotas/{}", get: s.absent("quota")},
-		{method: "GET", pattern: "memories", get: s.emptyList},
-		{method: "GET", pattern: "memories/{}", get: s.absent("memory")},
-	}, s.receiptRoutes()...)
+	}, append(s.receiptRoutes(), s.mgmtRoutes()...)...) // memories, vaults, quotas, connectors: mgmt.go
 }
 
 // match reports whether segs fit pattern, returning the {} values.
@@ -209,7 +208,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		s.writeError(w, r, e)
 		return
 	}
-	useIdem := c.idem != "" && !s.opts.Faults.Has(FaultForgetIdempotency)
+	useIdem := c.idem != "" && !s.opts.Faults.Has(FaultForgetIdempotency) && !s.keyIgnored(c, rt) // keyIgnored: personas.go
 	var fp string
 	if useIdem {
 		fp = fingerprint(raw)
@@ -267,7 +266,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		s.pruneIdemLocked()
 	}
 	var seq uint64
-	if len(res.c.Events)+len(res.c.Puts)+len(res.c.Deletes) > 0 || res.c.Idem != nil {
+	if len(res.c.Events)+len(res.c.Puts)+len(res.c.Deletes) > 0 || res.c.Idem != nil || res.c.Mgmt != nil {
 		seq, err = s.commitLocked(res.c)
 	}
 	s.mu.Unlock()

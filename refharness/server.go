@@ -298,6 +298,10 @@ func (s *Server) seed() error {
 
 // writeJSON renders v with the output faults and variants applied.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	if status == http.StatusNoContent { // a delete: no body, so no content type either
+		w.WriteHeader(status)
+		return
+	}
 	b, err := s.render(v)
 	if err != nil {
 		status = http.StatusInternalServerError

@@ -21,6 +21,8 @@ type commit struct {
 
 	Receipts    []*storedReceipt `json:"receipts,omitempty"`     // issued receipts (receipts.go)
 	ReceiptKeys []publishedKey   `json:"receipt_keys,omitempty"` // public keys of the key directory
+
+	Mgmt *mgmtCommit `json:"mgmt,omitempty"` // memories, vaults, quotas, connectors (mgmt.go)
 }
 
 // put stores one resource version; exactly one field is set.
@@ -33,6 +35,7 @@ type put struct {
 	Outcome   *Outcome   `json:"outcome,omitempty"`
 	Persona   *Persona   `json:"persona,omitempty"`
 	Skill     *Skill     `json:"skill,omitempty"`
+	Branch    *Branch    `json:"branch,omitempty"` // branches.go
 }
 
 // idemRecord is the first completed response for an idempotency scope.
@@ -131,6 +134,7 @@ type state struct {
 	outcomes   *table[Outcome]
 	personas   *table[Persona]
 	skills     *table[Skill]
+	branches   *table[Branch] // branches.go
 	blobs      map[string][]byte
 	sessMsgs   map[string][]string // session id -> message ids in order
 	msgPos     map[string]uint64   // message id -> position of its append event (for fork at_event_id)
@@ -147,6 +151,7 @@ type state struct {
 	bySession map[string][]uint64
 
 	rc receiptState // issued receipts and published keys
+	mg mgmtState    // memories, vaults, quotas, connectors (mgmt.go)
 
 	// swapIDs renders and parses event ids with adjacent positions swapped
 	// (FaultEventIDsNotMonotonic).
@@ -157,11 +162,12 @@ func newState() *state {
 	return &state{
 		workspaces: newTable[Workspace](), sessions: newTable[Session](), tasks: newTable[Task](),
 		messages: newTable[Message](), artifacts: newTable[Artifact](), outcomes: newTable[Outcome](),
-		personas: newTable[Persona](), skills: newTable[Skill](),
+		personas: newTable[Persona](), skills: newTable[Skill](), branches: newTable[Branch](),
 		blobs: map[string][]byte{}, sessMsgs: map[string][]string{}, msgPos: map[string]uint64{}, idem: map[string]*idemRecord{},
 		firstPos: 1, nextPos: 1, visible: 1,
 		seqs: map[Pointer]int64{}, lastEvent: map[Pointer]string{},
 		byTask: map[string][]uint64{}, bySession: map[string][]uint64{},
+		mg: newMgmtState(),
 	}
 }
 
@@ -222,6 +228,8 @@ func (st *state) apply(c *commit, retention int) error {
 			st.personas.put(p.Persona.ID, p.Persona)
 		case p.Skill != nil:
 			st.skills.put(p.Skill.ID, p.Skill)
+		case p.Branch != nil:
+			st.branches.put(p.Branch.ID, p.Branch)
 		default:
 			return fmt.Errorf("empty put in commit")
 		}
@@ -285,6 +293,7 @@ func (st *state) apply(c *commit, retention int) error {
 		st.idem[c.Idem.Scope] = c.Idem
 	}
 	st.rc.apply(c)
+	st.mg.apply(c.Mgmt)
 	return nil
 }
 
@@ -292,7 +301,8 @@ func (st *state) apply(c *commit, retention int) error {
 func (st *state) used(id string) bool {
 	return st.workspaces.rows[id] != nil || st.sessions.rows[id] != nil || st.tasks.rows[id] != nil ||
 		st.messages.rows[id] != nil || st.artifacts.rows[id] != nil || st.outcomes.rows[id] != nil ||
-		st.personas.rows[id] != nil || st.skills.rows[id] != nil || st.rc.byID[id] != nil
+		st.personas.rows[id] != nil || st.skills.rows[id] != nil || st.branches.rows[id] != nil || st.rc.byID[id] != nil ||
+		st.mg.used(id)
 }
 
 // trimIndex drops pos, the oldest entry, from a per-resource index.

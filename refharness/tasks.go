@@ -137,12 +137,25 @@ func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) 
 	if se.State == "CLOSED" && !s.opts.Faults.Has(FaultClosedTakesTasks) {
 		return nil, conflict("session %s is CLOSED; tasks cannot be submitted", se.ID)
 	}
+	if e := s.checkVaultStep(sc); e != nil { // vaults.go
+		return nil, e
+	}
+	quota, e := s.quotaGateLocked(se.WorkspaceID, persona) // hard quotas, before anything is stored: quotas.go
+	if e != nil {
+		return nil, e
+	}
+	if quota.late != nil {
+		sc = quota.late
+	}
 	t := &Task{Envelope: s.envelope("task", "task", meta), SessionID: se.ID, WorkspaceID: se.WorkspaceID,
 		Status: StatusSubmitted, Input: in.m, CreatedBy: c.actor, PersonaID: persona, AssignedAgentID: ptr(agentActor)}
+	if t.BranchID, e = s.taskBranchLocked(b, se); e != nil { // branches.go
+		return nil, e
+	}
 	for _, f := range []struct {
 		name string
 		dst  **string
-	}{{"branch_id", &t.BranchID}, {"parent_task_id", &t.ParentTaskID}} {
+	}{{"parent_task_id", &t.ParentTaskID}} {
 		if v, ok, e := b.str(f.name, false); e != nil {
 			return nil, e
 		} else if ok {
@@ -153,8 +166,9 @@ func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) 
 	if c.idem != "" {
 		ev.IdempotencyKey = ptr(c.idem)
 	}
+	t.QuotaID = quota.quotaID
 	rn := s.newRunnerLocked(t.ID)
-	return &result{status: http.StatusAccepted, body: t, c: &commit{Puts: []put{{Task: t}}, Events: []*Event{ev}},
+	return &result{status: http.StatusAccepted, body: t, c: &commit{Puts: []put{{Task: t}}, Events: []*Event{ev}, Mgmt: quota.mc},
 		after: func() { s.startWorker(t.ID, sc, rn) }}, nil
 }
 
@@ -210,6 +224,9 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 func (s *Server) finishLocked(cm *commit, t *Task, from, outcomeStatus, summary string, failure *Failure, actor string) error {
 	o := s.outcomeLocked(t, outcomeStatus, summary, failure)
 	ev := s.terminalLocked(cm, t, o, from, failure, actor)
+	if s.noReceiptLocked(t) { // the task's Persona wants none (personas.go)
+		return nil
+	}
 	return s.issueReceiptLocked(cm, t, o, ev)
 }
 
@@ -437,6 +454,10 @@ func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runn
 		return s.toolApproval(ctx, id, st, rn)
 	case scenario.OpUseSecret:
 		return s.useSecret(ctx, id, st)
+	case scenario.OpVaultSecret:
+		return s.useVaultSecret(ctx, id, st) // vaults.go
+	case scenario.OpToolCall:
+		return s.toolCall(ctx, id, st, rn) // personas.go
 	case scenario.OpComplete:
 		summary := st.Summary
 		if summary == "" {
@@ -583,6 +604,11 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 		s.mu.Unlock()
 		return 0, true, errNotMoved
 	}
+	if s.noReceiptLocked(old) {
+		// No receipt to prepare: the transition is made under the lock.
+		s.mu.Unlock()
+		return 0, false, nil
+	}
 	now := s.now()
 	t := *old
 	t.Status, t.UpdatedAt, t.CompletedAt = to, now, ptr(now)
@@ -677,7 +703,8 @@ func (s *Server) produceArtifact(ctx context.Context, id string, st scenario.Ste
 	}
 	sum := sha256hex(content)
 	a := &Artifact{Envelope: s.envelope("artifact", "artifact", meta), Kind: kind, MimeType: mime, Visibility: "public",
-		SHA256: ptr(sum), SizeBytes: ptr(int64(len(content))), WorkspaceID: ptr(t.WorkspaceID), SessionID: ptr(t.SessionID), TaskID: ptr(id)}
+		SHA256: ptr(sum), SizeBytes: ptr(int64(len(content))), WorkspaceID: ptr(t.WorkspaceID), SessionID: ptr(t.SessionID), TaskID: ptr(id),
+		BranchID: t.BranchID}
 	cm := &commit{Puts: []put{{Artifact: a}}, Blobs: map[string][]byte{a.ID: content},
 		Events: []*Event{s.newEvent("artifact.created", Pointer{"artifact", a.ID}, map[string]any{"kind": kind, "sha256": sum}, t.WorkspaceID, t.SessionID, id, agentActor)}}
 	rn.artifacts = append(rn.artifacts, a)

@@ -43,10 +43,7 @@ func TestRequirementRulesNameRealThings(t *testing.T) {
 func TestEveryProtocolOperationIsMapped(t *testing.T) {
 	d := mustDoc(t)
 	unmapped := map[string]bool{ // no registry requirement names these operations
-		"closeSession": true, "updateSession": true, "appendTaskMessage": true, "listSessionBranches": true,
-		"getBranch": true, "getWorkspace": true, "listWorkspaces": true, "getPersona": true, "listPersonas": true,
-		"getVault": true, "listVaults": true, "getConnector": true, "listConnectors": true, "getSkill": true,
-		"listSkills": true, "getQuota": true, "listQuotas": true, "getMemory": true, "listMemories": true,
+		"closeSession": true, "updateSession": true, "appendTaskMessage": true,
 		"streamEvents": true, "downloadArtifactContent": true,
 	}
 	for _, o := range d.Operations() {

@@ -32,7 +32,12 @@ const (
 	OpComplete      Op = "complete"       // finish COMPLETED with an Outcome whose summary is Summary
 	OpFail          Op = "fail"           // finish FAILED with failure {Code, Message}
 	OpUseSecret     Op = "use_secret"     // make a tool call authenticated with Secret, a canary that must never be shown
+	OpToolCall      Op = "tool_call"      // call Tool (needing Capability) under the task's Persona policy; its side effect is an artifact
 )
+
+// OpVaultSecret makes a tool call authenticated with the secret Name of
+// vault VaultID (the conform.vault_secrets hook), if the vault allows "use".
+const OpVaultSecret Op = "use_vault_secret"
 
 // Bounds on hostile or mistaken scenarios.
 const (
@@ -63,6 +68,8 @@ type Step struct {
 	Code       string         `json:"code,omitempty"`
 	Message    string         `json:"message,omitempty"`
 	Secret     string         `json:"secret,omitempty"`
+	VaultID    string         `json:"vault_id,omitempty"`
+	Capability string         `json:"capability,omitempty"`
 }
 
 // Terminal reports whether the step ends the task.
@@ -141,16 +148,19 @@ func check(st Step, p string) error {
 		OpComplete:      {"summary"},
 		OpFail:          {"code", "message"},
 		OpUseSecret:     {"secret", "tool"},
+		OpVaultSecret:   {"vault_id", "name", "tool"},
+		OpToolCall:      {"tool", "capability", "input", "content"},
 	}
 	fields, ok := allowed[st.Op]
 	if !ok {
-		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, complete, fail", st.Op)}
+		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, complete, fail", st.Op)}
 	}
 	set := map[string]bool{
 		"ms": st.MS != 0, "count": st.Count != 0, "interval_ms": st.IntervalMS != 0, "text": st.Text != "",
 		"prompt": st.Prompt != "", "reason": st.Reason != "", "tool": st.Tool != "", "input": st.Input != nil,
 		"kind": st.Kind != "", "mime_type": st.MimeType != "", "name": st.Name != "", "content": st.Content != "",
 		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "", "secret": st.Secret != "",
+		"capability": st.Capability != "", "vault_id": st.VaultID != "",
 	}
 	for f, isSet := range set {
 		if isSet && !contains(fields, f) {
@@ -158,7 +168,7 @@ func check(st Step, p string) error {
 		}
 	}
 	for f, s := range map[string]string{"text": st.Text, "prompt": st.Prompt, "reason": st.Reason, "tool": st.Tool,
-		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret} {
+		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret, "capability": st.Capability, "vault_id": st.VaultID} {
 		if len(s) > maxStringSize {
 			return &Error{p + "." + f, fmt.Sprintf("got %d bytes, want at most %d", len(s), maxStringSize)}
 		}
@@ -185,6 +195,17 @@ func check(st Step, p string) error {
 	case OpFail:
 		if st.Code == "" {
 			return &Error{p + ".code", "missing, want a failure code"}
+		}
+	case OpToolCall:
+		if st.Tool == "" {
+			return &Error{p + ".tool", "missing, want the name of the tool to call"}
+		}
+		if len(st.Content) > MaxContent {
+			return &Error{p + ".content", fmt.Sprintf("got %d bytes, want at most %d", len(st.Content), MaxContent)}
+		}
+	case OpVaultSecret:
+		if st.VaultID == "" || st.Name == "" {
+			return &Error{p + ".vault_id", "want vault_id and name, the vault and the name of its secret to use"}
 		}
 	case OpUseSecret:
 		if len(st.Secret) < MinSecret {

@@ -1,0 +1,333 @@
+package refharness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Personas (EXT-PERSONA-001…004) are policy: the tools and capabilities a
+// Task naming one may use, its autonomy tier and its receipt policy. The
+// policy is enforced where a task acts: the scenario step tool_call
+// (docs/scenarios.md), whose side effect is an artifact owned by the task.
+//
+//   - A tool not in tools, or a capability not in capabilities ("*" grants
+//     all), is denied: tool.denied with reason policy_violation, no effect.
+//   - act_auto runs the tool; act_with_approval asks first
+//     (tool.approval_required, AUTH_REQUIRED) and runs it only when approved;
+//     shadow and suggest never carry out a side effect (tool.denied with
+//     reason autonomy_tier).
+//   - receipt_policy disabled issues no receipt; required and optional get
+//     the receipt every task of this harness gets.
+//
+// A task without a Persona is under no persona policy (the echo agent).
+
+var (
+	autonomyTiers  = []string{"shadow", "suggest", "act_with_approval", "act_auto"}
+	receiptPolicys = []string{"required", "optional", "disabled"}
+)
+
+func (s *Server) createPersona(c *call) (*result, *apiError) {
+	b := c.body
+	p := &Persona{}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"name", &p.Name}, {"version", &p.Version}, {"entry_workflow", &p.EntryWorkflow}, {"description", &p.Description}} {
+		v, _, e := b.str(f.name, true)
+		if e != nil {
+			return nil, e
+		}
+		*f.dst = v
+	}
+	var e *apiError
+	if p.AutonomyTier, _, e = b.enum("autonomy_tier", true, autonomyTiers...); e != nil {
+		return nil, e
+	}
+	if p.ReceiptPolicy, _, e = b.enum("receipt_policy", true, receiptPolicys...); e != nil {
+		return nil, e
+	}
+	if e := personaPolicy(b, p); e != nil {
+		return nil, e
+	}
+	meta, e := b.metadata()
+	if e != nil {
+		return nil, e
+	}
+	if ref, ok, e := b.str("module_ref", false); e != nil {
+		return nil, e
+	} else if ok {
+		meta["module_ref"] = ref // kept where a client can read it back
+	}
+	if p.Tools == nil {
+		p.Tools = []string{}
+	}
+	if p.Capabilities == nil {
+		p.Capabilities = []string{}
+	}
+	p.Envelope = s.envelope("persona", "persona", meta)
+	return &result{status: http.StatusCreated, body: p, c: &commit{Puts: []put{{Persona: p}}}}, nil
+}
+
+// personaPolicy reads the policy members a create or a PATCH may set:
+// tools, capabilities and quota_id (and, on PATCH, the tiers, which the
+// caller reads). The OpenAPI's request schemas do not list tools and
+// capabilities; they are the Persona's own fields, taken as extensions.
+func personaPolicy(b obj, p *Persona) *apiError {
+	if v, ok, e := b.strings("tools"); e != nil {
+		return e
+	} else if ok {
+		p.Tools = v
+	}
+	if v, ok, e := b.strings("capabilities"); e != nil {
+		return e
+	} else if ok {
+		p.Capabilities = v
+	}
+	if q, ok, e := b.str("quota_id", false); e != nil {
+		return e
+	} else if ok {
+		p.QuotaID = ptr(q)
+	} else if b.has("quota_id") {
+		p.QuotaID = nil
+	}
+	return nil
+}
+
+func (s *Server) patchPersona(c *call) (*result, *apiError) {
+	old, ok := s.st.personas.get(c.params[0])
+	if !ok {
+		return nil, notFound("persona", c.params[0])
+	}
+	p := *old
+	b := c.body
+	if v, ok, e := b.str("description", false); e != nil {
+		return nil, e
+	} else if ok {
+		p.Description = v
+	}
+	if v, ok, e := b.enum("receipt_policy", false, receiptPolicys...); e != nil {
+		return nil, e
+	} else if ok {
+		p.ReceiptPolicy = v
+	}
+	if v, ok, e := b.enum("autonomy_tier", false, autonomyTiers...); e != nil {
+		return nil, e
+	} else if ok {
+		p.AutonomyTier = v
+	}
+	if e := personaPolicy(b, &p); e != nil {
+		return nil, e
+	}
+	if b.has("metadata") {
+		meta, e := b.metadata()
+		if e != nil {
+			return nil, e
+		}
+		p.Metadata = meta
+	}
+	p.UpdatedAt = s.now()
+	if s.opts.Faults.Has(FaultPersonaPatchLost) {
+		return &result{status: http.StatusOK, body: &p}, nil
+	}
+	return &result{status: http.StatusOK, body: &p, c: &commit{Puts: []put{{Persona: &p}}}}, nil
+}
+
+// grants reports whether a persona's list grants name ("*" grants all).
+func grants(list []string, name string) bool {
+	return slices.Contains(list, name) || slices.Contains(list, "*")
+}
+
+// taskPersonaLocked is the Persona task t names, if any.
+func (s *Server) taskPersonaLocked(t *Task) *Persona {
+	if t == nil || t.PersonaID == nil {
+		return nil
+	}
+	p, _ := s.st.personas.get(*t.PersonaID)
+	return p
+}
+
+// noReceiptLocked reports whether task t ends without a receipt: its
+// Persona's receipt_policy is disabled (or, under
+// FaultPersonaReceiptSkipped, required).
+func (s *Server) noReceiptLocked(t *Task) bool {
+	p := s.taskPersonaLocked(t)
+	if p == nil {
+		return false
+	}
+	return p.ReceiptPolicy == "disabled" || p.ReceiptPolicy == "required" && s.opts.Faults.Has(FaultPersonaReceiptSkipped)
+}
+
+// toolCall runs a tool_call step under the task's persona policy.
+func (s *Server) toolCall(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
+	input := st.Input
+	if input == nil {
+		input = map[string]any{}
+	}
+	callID := s.ids.NewID("toolcall")
+	s.mu.RLock()
+	t, ok := s.st.tasks.get(id)
+	var p *Persona
+	if ok {
+		p = s.taskPersonaLocked(t)
+	}
+	s.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	ev := func(kind string, pl map[string]any) *Event {
+		pl["tool_call_id"], pl["name"] = callID, st.Tool
+		return s.newEvent(kind, Pointer{"task", id}, pl, t.WorkspaceID, t.SessionID, id, agentActor)
+	}
+	requested := ev("tool.requested", map[string]any{"input": input, "capability": nullable(st.Capability)})
+	tier := "act_auto"
+	if p != nil {
+		tier = p.AutonomyTier
+		var why string
+		switch {
+		case s.opts.Faults.Has(FaultPersonaToolsIgnored):
+		case !grants(p.Tools, st.Tool):
+			why = fmt.Sprintf("persona %s does not grant tool %q", p.ID, st.Tool)
+		case st.Capability != "" && !grants(p.Capabilities, st.Capability):
+			why = fmt.Sprintf("persona %s does not grant capability %q", p.ID, st.Capability)
+		}
+		if why != "" {
+			return s.taskEvents(ctx, id, requested, ev("tool.denied", map[string]any{"reason": "policy_violation", "message": why}))
+		}
+	}
+	switch tier {
+	case "shadow", "suggest":
+		if !s.opts.Faults.Has(FaultPersonaShadowActs) {
+			return s.taskEvents(ctx, id, requested, ev("tool.denied", map[string]any{"reason": "autonomy_tier", "autonomy_tier": tier,
+				"message": fmt.Sprintf("autonomy tier %s carries out no side effect", tier)}))
+		}
+	case "act_with_approval":
+		if s.opts.Faults.Has(FaultPersonaApprovalSkipped) {
+			break
+		}
+		if !s.move(ctx, id, StatusAuthRequired, map[string]any{"reason": "tool_approval", "tool_call_id": callID, "name": st.Tool}, nil,
+			requested, ev("tool.approval_required", map[string]any{})) {
+			return false
+		}
+		msg, ok := s.await(ctx, rn, "tool_confirmation")
+		if !ok {
+			return false
+		}
+		if denied(msg) {
+			return s.move(ctx, id, StatusWorking, nil, nil, ev("tool.denied", map[string]any{"reason": "user_denied", "message_id": msg.ID}))
+		}
+		if !s.move(ctx, id, StatusWorking, nil, nil, ev("tool.approved", map[string]any{"message_id": msg.ID})) {
+			return false
+		}
+		return s.toolEffect(ctx, id, st, callID, rn, ev)
+	}
+	if !s.taskEvents(ctx, id, requested) {
+		return false
+	}
+	return s.toolEffect(ctx, id, st, callID, rn, ev)
+}
+
+// taskEvents commits events of running task id.
+func (s *Server) taskEvents(ctx context.Context, id string, evs ...*Event) bool {
+	s.mu.Lock()
+	t, ok := s.st.tasks.get(id)
+	if !ok || Terminal(t.Status) || ctx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	seq, err := s.commitLocked(&commit{Events: evs})
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}
+
+// toolEffect carries out a tool call's side effect: the tool writes an
+// artifact owned by the task (metadata.tool_call_id names the call), then
+// tool.completed names it.
+func (s *Server) toolEffect(ctx context.Context, id string, st scenario.Step, callID string, rn *runner, ev func(string, map[string]any) *Event) bool {
+	content := []byte(st.Content)
+	if len(content) == 0 {
+		content = []byte("written by " + st.Tool)
+	}
+	s.mu.Lock()
+	t, ok := s.st.tasks.get(id)
+	if !ok || Terminal(t.Status) || ctx.Err() != nil {
+		s.mu.Unlock()
+		return false
+	}
+	sum := sha256hex(content)
+	a := &Artifact{Envelope: s.envelope("artifact", "artifact", map[string]any{"tool_call_id": callID, "tool": st.Tool}), Kind: "file",
+		MimeType: "text/plain", Visibility: "public", SHA256: ptr(sum), SizeBytes: ptr(int64(len(content))),
+		WorkspaceID: ptr(t.WorkspaceID), SessionID: ptr(t.SessionID), TaskID: ptr(id), BranchID: t.BranchID}
+	cm := &commit{Puts: []put{{Artifact: a}}, Blobs: map[string][]byte{a.ID: content}, Events: []*Event{
+		s.newEvent("artifact.created", Pointer{"artifact", a.ID}, map[string]any{"kind": a.Kind, "sha256": sum}, t.WorkspaceID, t.SessionID, id, agentActor),
+		ev("tool.completed", map[string]any{"output": map[string]any{"artifact_id": a.ID}, "status": "ok"}),
+	}}
+	rn.artifacts = append(rn.artifacts, a)
+	seq, err := s.commitLocked(cm)
+	s.mu.Unlock()
+	return err == nil && s.wait(seq) == nil
+}
+
+// keyIgnored reports whether a fault makes route rt ignore Idempotency-Key.
+func (s *Server) keyIgnored(c *call, rt route) bool {
+	w := rt.method + " " + rt.pattern
+	switch {
+	case s.opts.Faults.Has(FaultArtifactIdempotencyIgnored) && w == "POST artifacts":
+		return true
+	case s.opts.Faults.Has(FaultExtIdempotencyIgnored):
+		return slices.Contains([]string{"POST personas", "PATCH personas/{}", "POST sessions/{}/branches", "POST sessions/{}/fork", "POST sessions/{}/truncate"}, w)
+	case s.opts.Faults.Has(FaultApprovalIdempotencyIgnored) && w == "POST tasks/{}/messages":
+		return c.body.m["kind"] == "tool_confirmation"
+	}
+	return false
+}
+
+// faultyMessageList is a session's message list under
+// FaultMessagesNewestFirst (newest first) or FaultForkSharesTranscript (a
+// fork reads its parent's live transcript). Cursors are positions in it.
+func (s *Server) faultyMessageList(c *call, id string) (any, *apiError) {
+	if se, _ := s.st.sessions.get(id); s.opts.Faults.Has(FaultForkSharesTranscript) && se.ParentSessionID != nil {
+		id = *se.ParentSessionID
+	}
+	ids := slices.Clone(s.st.sessMsgs[id])
+	if s.opts.Faults.Has(FaultMessagesNewestFirst) {
+		slices.Reverse(ids)
+	}
+	limit, after, e := s.pageArgs(c)
+	if e != nil {
+		return nil, e
+	}
+	l := &List{Object: "list", Data: []any{}}
+	for i := after + 1; i < len(ids); i++ {
+		if len(l.Data) == limit {
+			l.Page = Page{HasMore: true, NextCursor: ptr(encodeCursor(i - 1))}
+			break
+		}
+		if m, ok := s.st.messages.get(ids[i]); ok {
+			l.Data = append(l.Data, m)
+		}
+	}
+	return l, nil
+}
+
+// skillView renders a skill; FaultSkillSchemaNotObject gives it an
+// output_schema that is neither a JSON Schema object nor null.
+func (s *Server) skillView(sk *Skill) any {
+	if !s.opts.Faults.Has(FaultSkillSchemaNotObject) {
+		return sk
+	}
+	b, err := json.Marshal(sk)
+	if err != nil {
+		return sk
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return sk
+	}
+	m["output_schema"] = "none"
+	return m
+}

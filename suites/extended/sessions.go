@@ -1,0 +1,170 @@
+package extended
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// Sessions (EXT-SESSION-001, -003, -004): message order, transcript
+// walk-back (truncate) and forking before truncating. The suite appends
+// user messages only, so each message is one turn whichever way a
+// Harness groups turns (docs/interpretations.md#turns).
+
+// messagesOf reads every page of a session's messages, two at a time (so
+// the order is also checked across pages), under req.
+func messagesOf(ctx context.Context, req, sess string) ([]map[string]any, bool) {
+	GinkgoHelper()
+	return xList(ctx, req, "/v1/sessions/"+client.Seg(sess)+"/messages", url.Values{"limit": {"2"}})
+}
+
+// texts are the text parts of messages, one string per message.
+func texts(ms []map[string]any) []string {
+	var out []string
+	for _, m := range ms {
+		parts, _ := m["parts"].([]any)
+		s := ""
+		for _, p := range parts {
+			if pm, ok := p.(map[string]any); ok {
+				t, _ := pm["text"].(string)
+				s += t
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// truncate asks for a walk-back of sess to its first keep turns. offered
+// is false when the target does not offer truncation (the route is
+// unknown, 405 or 501, and the session still reads).
+func truncate(ctx context.Context, req, sess string, keep int, key string) (resp *client.Response, offered bool) {
+	GinkgoHelper()
+	resp = suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/truncate",
+		Body: map[string]any{"keep_first": keep, "reason": "conform walk-back probe"}, IdempotencyKey: key}, req)
+	if xOffered(resp) {
+		return resp, true
+	}
+	// A 404 for the session itself would be a lost session, not a missing operation.
+	xRead(ctx, "reading the Session (GET /v1/sessions/{id})", "CORE-READ-005", "/v1/sessions/"+client.Seg(sess), nil)
+	return resp, false
+}
+
+// judgeTruncate checks a truncate answer: a session.truncate_result of the
+// session with the kept and removed turn counts.
+func judgeTruncate(resp *client.Response, sess string, kept, removed int) error {
+	if err := check.Status(resp, http.StatusOK); err != nil {
+		return err
+	}
+	m, err := resp.Object()
+	if err != nil {
+		return err
+	}
+	var errs []string
+	if m["object"] != "session.truncate_result" {
+		errs = append(errs, fmt.Sprintf("object = %v, want \"session.truncate_result\"", m["object"]))
+	}
+	if m["session_id"] != sess {
+		errs = append(errs, fmt.Sprintf("session_id = %v, want the truncated session %s", m["session_id"], sess))
+	}
+	for f, want := range map[string]int{"kept_turn_count": kept, "removed_turn_count": removed} {
+		n, ok := m[f].(json.Number)
+		if got, err := n.Int64(); !ok || err != nil || got != int64(want) {
+			errs = append(errs, fmt.Sprintf("%s = %v, want %d", f, m[f], want))
+		}
+	}
+	slices.Sort(errs)
+	return xFindings(resp, "truncate result", errs)
+}
+
+var _ = Describe("Session transcripts", func() {
+	It("keeps a Session's messages in append order, across pages and reads", suite.Req(reqMsgOrder), func(ctx SpecContext) {
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		sent := xAppend(ctx, sess, 5, "ordered")
+		first, ok := messagesOf(ctx, reqMsgOrder, sess)
+		if !ok {
+			return
+		}
+		suite.Check(reqMsgOrder, check.InOrder("GET /v1/sessions/{id}/messages", xIDs(first), sent))
+		second, ok := messagesOf(ctx, reqMsgOrder, sess)
+		if ok && !slices.Equal(xIDs(first), xIDs(second)) {
+			suite.Check(reqMsgOrder, fmt.Errorf("GET /v1/sessions/%s/messages read twice lists %v, then %v: the order changed between reads", sess, xIDs(first), xIDs(second)))
+		}
+	})
+
+	It("truncates a Session in place to its first N turns when it offers walk-back", suite.Req(reqTruncate), func(ctx SpecContext) {
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		sent := xAppend(ctx, sess, 4, "turn")
+		resp, offered := truncate(ctx, reqTruncate, sess, 2, "")
+		if !offered {
+			suite.NotApplicableTo(reqTruncate, fmt.Sprintf("%s: the target does not offer transcript walk-back (the spec requires truncate of servers that support it)", resp))
+			return
+		}
+		suite.Check(reqTruncate, judgeTruncate(resp, sess, 2, 2))
+		after, ok := messagesOf(ctx, reqTruncate, sess)
+		// Which messages remain is this requirement's; their order is EXT-SESSION-001's.
+		if ok && !slices.Equal(sorted(xIDs(after)), sorted(sent[:2])) {
+			suite.Check(reqTruncate, fmt.Errorf("after truncate keep_first 2, GET /v1/sessions/%s/messages lists %v, want the first two messages %v", sess, xIDs(after), sent[:2]))
+		}
+	})
+
+	It("gives a recoverable side branch: a fork keeps every turn when its parent is truncated", suite.Req(reqForkKeeps), func(ctx SpecContext) {
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		xAppend(ctx, sess, 3, "kept")
+		before, ok := messagesOf(ctx, reqForkKeeps, sess)
+		if !ok {
+			return
+		}
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/fork"}, reqForkKeeps)
+		suite.Should(reqForkKeeps, check.Status(resp, http.StatusCreated))
+		fork, err := resp.Object()
+		if resp.Status/100 != 2 || err != nil || xID(fork) == "" {
+			suite.Should(reqForkKeeps, fmt.Errorf("%s: POST /v1/sessions/{id}/fork made no Session%s", resp, xHint(resp)))
+			return
+		}
+		suite.Should(reqForkKeeps, forkLinked(ctx, sess, fork))
+		// Walk the parent back to its first turn.
+		tr, offered := truncate(ctx, reqForkKeeps, sess, 1, "")
+		if !offered {
+			suite.NotApplicableTo(reqForkKeeps, fmt.Sprintf("%s: the target does not offer truncate, so there is nothing to recover from", tr))
+			return
+		}
+		if tr.Status != http.StatusOK {
+			suite.NothingToCheck(reqForkKeeps, fmt.Sprintf("%s: the parent could not be truncated (EXT-SESSION-003 judges that)", tr), "make POST /v1/sessions/{id}/truncate work (EXT-SESSION-003)")
+			return
+		}
+		kept, ok := messagesOf(ctx, reqForkKeeps, xID(fork))
+		if ok && !slices.Equal(sorted(texts(kept)), sorted(texts(before))) {
+			suite.Should(reqForkKeeps, fmt.Errorf("after its parent %s was truncated to one turn, fork %s holds messages %q, want every turn it was forked with %q", sess, xID(fork), texts(kept), texts(before)))
+		}
+	})
+})
+
+func sorted(ss []string) []string { out := slices.Clone(ss); slices.Sort(out); return out }
+
+// forkLinked checks that fork names where it came from: parent_session_id
+// (or root_session_id) is src, or branch_id names a Branch that leads back
+// to src.
+func forkLinked(ctx context.Context, src string, fork map[string]any) error {
+	GinkgoHelper()
+	if fork["parent_session_id"] == src || fork["root_session_id"] == src {
+		return nil
+	}
+	if b, _ := fork["branch_id"].(string); b != "" {
+		resp := suite.Do(ctx, client.Request{Path: "/v1/branches/" + client.Seg(b)}, suite.SpecReqs()...)
+		if m, err := resp.Object(); resp.Status == http.StatusOK && err == nil && m["session_id"] == src {
+			return nil
+		}
+	}
+	return fmt.Errorf("fork %s of session %s names neither parent_session_id %s nor a branch_id whose Branch names session %s (parent_session_id %v, branch_id %v)",
+		xID(fork), src, src, src, fork["parent_session_id"], fork["branch_id"])
+}
