@@ -20,7 +20,9 @@ func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.
 // errorTypes maps each error code to its type, from the spec's tables.
 var errorTypes = map[string]string{
 	"invalid_request":              "request_error",
-	"method_not_allowed":           "request_error", // not in the taxonomy: 405 has no code there
+	"method_not_allowed":           "request_error",   // not in the taxonomy: 405 has no code there
+	"route_not_found":              "not_found_error", // not in the taxonomy: a path the protocol does not define (local.go)
+	"not_implemented":              "server_error",    // not in the taxonomy: a protocol operation the Harness does not offer (501)
 	"invalid_state_transition":     "request_error",
 	"unauthenticated":              "auth_error",
 	"permission_denied":            "permission_error",

@@ -24,7 +24,7 @@ func cursorExpired(param, id string) *apiError {
 // ---- REST event ranges ----
 
 func (s *Server) listEvents(c *call) (any, *apiError) {
-	return s.eventRange(c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id")})
+	return s.eventRange(c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id"), hide: s.eventHider(c)})
 }
 
 func (s *Server) listSessionEvents(c *call) (any, *apiError) {
@@ -108,7 +108,7 @@ func (s *Server) eventRange(c *call, sel streamSel) (any, *apiError) {
 // ---- SSE ----
 
 func (s *Server) streamGlobal(w http.ResponseWriter, c *call) {
-	s.stream(w, c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id")})
+	s.stream(w, c, streamSel{taskID: c.q.Get("task_id"), sessionID: c.q.Get("session_id"), workspaceID: c.q.Get("workspace_id"), hide: s.eventHider(c)})
 }
 
 func (s *Server) streamSession(w http.ResponseWriter, c *call) {
@@ -131,6 +131,7 @@ func (s *Server) streamTask(w http.ResponseWriter, c *call) {
 		s.writeError(w, c.r, notFound("task", c.params[0]))
 		return
 	}
+	defer s.streamOpened(t.ID)() // hostev.go
 	s.stream(w, c, s.taskSel(t))
 }
 

@@ -93,10 +93,7 @@ func (s *Server) agentCard(base string) map[string]any {
 		"persona_ids":      s.personaIDs(),
 		"receipt_policy":   "required",
 		"public_url":       base,
-		"harn_interfaces": []any{
-			map[string]any{"transport": "rest", "url": base + "/v1"},
-			map[string]any{"transport": "sse", "url": base + "/v1/events/stream"},
-		},
+		"harn_interfaces":  s.cardInterfaces(base), // hostev.go
 		"a2a_card": map[string]any{
 			"name": "conform reference harness", "description": desc, "version": "1",
 			"supportedInterfaces": []any{map[string]any{"url": base + "/v1", "protocolBinding": "HTTP+JSON", "protocolVersion": ProtocolVersion}},
@@ -297,7 +294,7 @@ func (s *Server) optionalPersona(b obj) (*string, *apiError) {
 // announced by the task's own event (agent.message, user.input_submitted…);
 // other messages get a session.message_appended event.
 func (s *Server) appendMessage(cm *commit, se *Session, taskID, role string, parts []map[string]any, meta map[string]any, actor string) *Message {
-	msg := &Message{Envelope: s.envelope("message", "message", meta), SessionID: ptr(se.ID), Role: role, Parts: parts}
+	msg := &Message{Envelope: s.envelope("message", "message", meta), SessionID: ptr(se.ID), Role: role, Parts: s.privateParts(parts)} // privacy.go
 	if taskID != "" {
 		msg.TaskID = ptr(taskID)
 	}
@@ -545,7 +542,7 @@ func (s *Server) registerArtifact(c *call) (*result, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	a := &Artifact{Kind: kind, MimeType: mime, Visibility: vis}
+	a := &Artifact{Kind: kind, MimeType: mime, Visibility: s.storedVisibility(vis)} // privacy.go
 	if uri, ok, e := b.str("uri", false); e != nil {
 		return nil, e
 	} else if ok {

@@ -159,6 +159,10 @@ type Event struct {
 	PreviousEventID *string        `json:"previous_event_id"`
 	ReceiptID       *string        `json:"receipt_id"`
 	Replayed        bool           `json:"replayed"`
+	// TraceID and SpanID correlate a tool call's events (hostev.go); only
+	// those carry them, so they are left out, not null, elsewhere.
+	TraceID *string `json:"trace_id,omitempty"`
+	SpanID  *string `json:"span_id,omitempty"`
 
 	pos  uint64                 // global position, parsed from ID
 	wire atomic.Pointer[[]byte] // rendered JSON, cached: a stream fan-out renders each event once

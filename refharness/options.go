@@ -39,6 +39,13 @@ type Options struct {
 	// IdempotencyTTL is how long idempotency records are honoured; 0 means 24 h.
 	// Values below 24 h are raised to 24 h, the protocol's minimum.
 	IdempotencyTTL time.Duration
+	// Tenants puts actors in a tenant (actor -> tenant id); an actor not
+	// listed is a tenant of its own. A caller sees only its tenant's
+	// resources (authz.go).
+	Tenants map[string]string
+	// ReadOnly lists actors that may read what their tenant sees but not
+	// change anything: their writes get 403 permission_denied (authz.go).
+	ReadOnly map[string]bool
 }
 
 // IDSource mints unique ids. kind is the resource kind ("task", "session", …).
@@ -258,6 +265,48 @@ const (
 	FaultConnectorTaskNoKey    Fault = "connector-task-no-key"             // connector tasks carry no idempotency key (a SHOULD: EXT-CONNECTOR-004)
 )
 
+// Authorization faults (authz.go), issue 10: each breaks one of
+// EXT-AUTHZ-001, -002, -008, -009 (the tenancy of a second actor).
+const (
+	FaultAuthzCrossTenantReads        Fault = "authz-cross-tenant-reads"        // another tenant's resources are served to reads by id (GET, streams, content)
+	FaultAuthzCrossTenantWrites       Fault = "authz-cross-tenant-writes"       // writes naming another tenant's resources (path or body) are carried out
+	FaultAuthzListsLeak               Fault = "authz-lists-leak"                // lists, event ranges and the global stream include other tenants' resources
+	FaultAuthzHiddenAs403             Fault = "authz-hidden-as-403"             // another tenant's resource answers 403 permission_denied, an unknown id 404: existence leaks
+	FaultAuthzActorNotBound           Fault = "authz-actor-not-bound"           // every write is attributed to actor_default (created_by, event actor), whoever's key made it
+	FaultAuthzRefusalEchoesCredential Fault = "authz-refusal-echoes-credential" // authorization refusals repeat the caller's Authorization header in error.details
+	FaultAuthzReadOnlyWrites          Fault = "authz-read-only-writes"          // a read-only actor's writes are carried out
+)
+
+// Faults of host-mediated authorization, events, transports and the local
+// server's routes (permissions.go, local.go, hostev.go), issue 10: each
+// breaks one EXT-HOST, EXT-AUTHZ-007, EXT-IDEM-002, EXT-EVENT,
+// EXT-TRANSPORT or EXT-LOCAL requirement.
+const (
+	FaultPermissionAnswerLost         Fault = "permission-answer-lost"                 // respondPermissionRequest answers 200 and records the decision, but the waiting task never receives it
+	FaultPermissionNotListed          Fault = "permission-request-not-listed"          // a task waiting for an approval opens no permission request: the lists stay empty
+	FaultApprovalDenialIgnored        Fault = "approval-denial-ignored"                // a denied tool approval runs the tool anyway (tool.approved, the side effect)
+	FaultPermissionIdempotencyIgnored Fault = "permission-respond-idempotency-ignored" // respondPermissionRequest ignores Idempotency-Key: the retry of an answer is refused 409
+	FaultVendorEventUnprefixed        Fault = "vendor-event-unprefixed"                // the workspace-file vendor event is named without a vendor prefix (a SHOULD)
+	FaultToolResultUnpaired           Fault = "tool-result-unpaired"                   // agent.tool_result names a tool call id other than its agent.tool_use's (a SHOULD)
+	FaultSpanUncorrelated             Fault = "span-uncorrelated"                      // a tool call's span events share no correlation id with its tool events (a MAY's condition)
+	FaultInputRefusedWhileStreaming   Fault = "input-refused-while-streaming"          // while a task's SSE stream is open, REST input and cancel for it are refused 423 resource_locked
+	FaultCardAdvertisesWebSocket      Fault = "card-advertises-websocket"              // the agent card lists a websocket interface the Harness does not implement
+	FaultLocalRuntimeMisshapen        Fault = "local-runtime-misshapen"                // GET /v1/runtime omits adapter and reports a negative session_count
+)
+
+// Privacy and redaction faults (privacy.go), issue 10: each breaks one of
+// EXT-PRIV-001..004; and the persona quota (quotas.go), EXT-PERSONA-005.
+const (
+	FaultPrivMarkedPublic      Fault = "priv-marked-public"       // internal and receipt_only parts and artifacts are stored, and read back, as public
+	FaultPrivReceiptOnlyServed Fault = "priv-receipt-only-served" // receipt_only parts keep their content in message reads, lists and task inputs
+	FaultPrivInternalInEvent   Fault = "priv-internal-in-event"   // the agent.message event of an internal message carries its text
+	FaultPrivSecretInPart      Fault = "priv-secret-in-part"      // after a use_secret step the agent names the credential in a public message part
+	FaultPrivReasoningExposed  Fault = "priv-reasoning-exposed"   // a reason step publishes the hidden reasoning itself as agent.reasoning_summary
+	FaultPrivRedactionDeletes  Fault = "priv-redaction-deletes"   // a redact step deletes the artifact (404 by id, gone from lists) instead of redacting it
+	FaultPrivRedactionSilent   Fault = "priv-redaction-silent"    // a redact step redacts the artifact but emits no artifact.redacted event
+	FaultQuotaIgnoresPersona   Fault = "quota-ignores-persona"    // persona-scoped quotas are shown but not enforced on the tasks naming the persona
+)
+
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
 	return []Fault{
@@ -294,6 +343,13 @@ func AllFaults() []Fault {
 		FaultMemoryDeleteKeeps, FaultMemoryInTranscript, FaultVaultNotReadable, FaultVaultReadLeaks,
 		FaultVaultSecretInEvent, FaultVaultPolicyIgnored, FaultQuotaNotListed, FaultQuotaCheckedLate, FaultQuotaRefusedAs409,
 		FaultConnectorNotReadable, FaultConnectorNoDedupe, FaultConnectorKeyIgnoresID, FaultConnectorTaskNoKey,
+		FaultPermissionAnswerLost, FaultPermissionNotListed, FaultApprovalDenialIgnored, FaultPermissionIdempotencyIgnored,
+		FaultVendorEventUnprefixed, FaultToolResultUnpaired, FaultSpanUncorrelated, FaultInputRefusedWhileStreaming,
+		FaultCardAdvertisesWebSocket, FaultLocalRuntimeMisshapen,
+		FaultAuthzCrossTenantReads, FaultAuthzCrossTenantWrites, FaultAuthzListsLeak, FaultAuthzHiddenAs403,
+		FaultAuthzActorNotBound, FaultAuthzRefusalEchoesCredential, FaultAuthzReadOnlyWrites,
+		FaultPrivMarkedPublic, FaultPrivReceiptOnlyServed, FaultPrivInternalInEvent, FaultPrivSecretInPart,
+		FaultPrivReasoningExposed, FaultPrivRedactionDeletes, FaultPrivRedactionSilent, FaultQuotaIgnoresPersona,
 	}
 }
 

@@ -217,7 +217,7 @@ func (s *Server) toolCall(ctx context.Context, id string, st scenario.Step, rn *
 		if !ok {
 			return false
 		}
-		if denied(msg) {
+		if denied(msg) && !s.ignoresDenial(msg) {
 			return s.move(ctx, id, StatusWorking, nil, nil, ev("tool.denied", map[string]any{"reason": "user_denied", "message_id": msg.ID}))
 		}
 		if !s.move(ctx, id, StatusWorking, nil, nil, ev("tool.approved", map[string]any{"message_id": msg.ID})) {
@@ -280,6 +280,8 @@ func (s *Server) keyIgnored(c *call, rt route) bool {
 		return true
 	case s.opts.Faults.Has(FaultExtIdempotencyIgnored):
 		return slices.Contains([]string{"POST personas", "PATCH personas/{}", "POST sessions/{}/branches", "POST sessions/{}/fork", "POST sessions/{}/truncate"}, w)
+	case s.opts.Faults.Has(FaultPermissionIdempotencyIgnored) && w == "POST permission-requests/{}/respond":
+		return true
 	case s.opts.Faults.Has(FaultApprovalIdempotencyIgnored) && w == "POST tasks/{}/messages":
 		return c.body.m["kind"] == "tool_confirmation"
 	}

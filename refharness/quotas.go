@@ -127,7 +127,7 @@ type quotaGate struct {
 func (s *Server) quotaGateLocked(ws string, persona *string) (quotaGate, *apiError) {
 	var g quotaGate
 	owners := []string{ownerKey("workspace", ws)}
-	if persona != nil {
+	if persona != nil && !s.opts.Faults.Has(FaultQuotaIgnoresPersona) {
 		owners = append(owners, ownerKey("persona", *persona))
 	}
 	for _, o := range owners {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,7 @@ func (s *Server) routes() []route {
 		{method: "GET", pattern: "branches/{}", get: s.getBranch},
 		{method: "GET", pattern: "skills", get: s.listSkills},
 		{method: "GET", pattern: "skills/{}", get: s.getSkill},
-	}, append(s.receiptRoutes(), s.mgmtRoutes()...)...) // memories, vaults, quotas, connectors: mgmt.go
+	}, slices.Concat(s.receiptRoutes(), s.mgmtRoutes(), s.permissionRoutes(), s.localRoutes())...) // mgmt.go, permissions.go, local.go
 }
 
 // match reports whether segs fit pattern, returning the {} values.
@@ -137,7 +138,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, ac
 		switch {
 		case rt.get != nil:
 			s.mu.RLock()
-			v, e := rt.get(c)
+			e := s.gateLocked(c, rt) // authz.go
+			var v any
+			if e == nil {
+				v, e = rt.get(c)
+			}
 			seq := s.lastSeq
 			s.mu.RUnlock()
 			if err := s.wait(seq); err != nil {
@@ -149,6 +154,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string, ac
 			}
 			s.writeJSON(w, http.StatusOK, v)
 		case rt.raw != nil:
+			s.mu.RLock()
+			e := s.gateLocked(c, rt) // authz.go
+			s.mu.RUnlock()
+			if e != nil {
+				s.writeError(w, r, e)
+				return
+			}
 			rt.raw(w, c)
 		default:
 			s.doWrite(w, c, rt)
@@ -246,7 +258,14 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 			s.mu.Lock()
 		}
 	}
-	res, e := rt.write(c)
+	e = s.gateLocked(c, rt) // authz.go
+	var res *result
+	if e == nil {
+		res, e = s.gateWrite(c, rt) // rt.write, but for a fault's refusal (hostev.go)
+	}
+	if e == nil {
+		s.ownLocked(c, res.c) // authz.go
+	}
 	if e != nil {
 		s.mu.Unlock()
 		s.writeError(w, r, e)
@@ -375,7 +394,7 @@ func listPage[T any](s *Server, c *call, t *table[T], keep func(*T) bool) (*List
 	if e != nil {
 		return nil, e
 	}
-	items, last, more := t.page(after, limit, keep)
+	items, last, more := t.page(after, limit, listKeep(s, c, keep)) // authz.go
 	l := &List{Object: "list", Data: make([]any, 0, len(items))}
 	for _, it := range items {
 		l.Data = append(l.Data, it)

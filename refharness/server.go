@@ -146,6 +146,7 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	if s.closed {
 		return 0, errClosed
 	}
+	s.expandToolEventsLocked(c) // hostev.go: agent.tool_* and span.* beside tool.* events
 	pos := s.st.nextPos
 	seqs := map[Pointer]int64{}
 	last := map[Pointer]string{}
@@ -348,6 +349,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveToken(w, r) // oauth.go
 		return
 	}
+	if s.servePublicLocal(w, r, path) { // local.go
+		return
+	}
 	if !strings.HasPrefix(path, "/v1/") {
 		s.unknownRoute(w, r)
 		return
@@ -424,8 +428,7 @@ func (s *Server) unknownRoute(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
-	s.writeError(w, r, &apiError{Status: http.StatusNotFound, Code: "resource_not_found", route: true,
-		Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
+	s.writeError(w, r, unofferedError(r, r.URL.Path)) // local.go: 501 for a protocol path, 404 route_not_found otherwise
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow ...string) {

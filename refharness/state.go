@@ -23,6 +23,11 @@ type commit struct {
 	ReceiptKeys []publishedKey   `json:"receipt_keys,omitempty"` // public keys of the key directory
 
 	Mgmt *mgmtCommit `json:"mgmt,omitempty"` // memories, vaults, quotas, connectors (mgmt.go)
+
+	Perms []*PermissionRequest `json:"permission_requests,omitempty"` // permissions.go
+	Files []*WorkspaceFile     `json:"workspace_files,omitempty"`     // local.go
+
+	Owners map[string]string `json:"owners,omitempty"` // new resource id -> the actor whose request created it (authz.go)
 }
 
 // put stores one resource version; exactly one field is set.
@@ -152,6 +157,9 @@ type state struct {
 
 	rc receiptState // issued receipts and published keys
 	mg mgmtState    // memories, vaults, quotas, connectors (mgmt.go)
+	pr permState    // permission requests (permissions.go)
+
+	owners map[string]string // resource id -> creating actor (authz.go)
 
 	// swapIDs renders and parses event ids with adjacent positions swapped
 	// (FaultEventIDsNotMonotonic).
@@ -167,7 +175,7 @@ func newState() *state {
 		firstPos: 1, nextPos: 1, visible: 1,
 		seqs: map[Pointer]int64{}, lastEvent: map[Pointer]string{},
 		byTask: map[string][]uint64{}, bySession: map[string][]uint64{},
-		mg: newMgmtState(),
+		mg: newMgmtState(), pr: newPermState(),
 	}
 }
 
@@ -247,6 +255,9 @@ func (st *state) apply(c *commit, retention int) error {
 				}
 			}
 			st.messages.del(d.ID)
+		case "artifact": // FaultPrivRedactionDeletes (privacy.go)
+			st.artifacts.del(d.ID)
+			delete(st.blobs, d.ID)
 		default:
 			return fmt.Errorf("cannot delete %s", d.Object)
 		}
@@ -294,6 +305,13 @@ func (st *state) apply(c *commit, retention int) error {
 	}
 	st.rc.apply(c)
 	st.mg.apply(c.Mgmt)
+	st.pr.apply(c)
+	for id, actor := range c.Owners {
+		if st.owners == nil {
+			st.owners = map[string]string{}
+		}
+		st.owners[id] = actor
+	}
 	return nil
 }
 
@@ -302,7 +320,7 @@ func (st *state) used(id string) bool {
 	return st.workspaces.rows[id] != nil || st.sessions.rows[id] != nil || st.tasks.rows[id] != nil ||
 		st.messages.rows[id] != nil || st.artifacts.rows[id] != nil || st.outcomes.rows[id] != nil ||
 		st.personas.rows[id] != nil || st.skills.rows[id] != nil || st.branches.rows[id] != nil || st.rc.byID[id] != nil ||
-		st.mg.used(id)
+		st.mg.used(id) || st.pr.used(id)
 }
 
 // trimIndex drops pos, the oldest entry, from a per-resource index.
@@ -393,9 +411,14 @@ type streamSel struct {
 	// siblings, set with taskID under FaultEventsNotScoped, is the task's
 	// session: every task event of that session is selected.
 	siblings string
+	// hide, when set, leaves out the events the caller may not see (authz.go).
+	hide func(*Event) bool
 }
 
 func (sel streamSel) match(e *Event) bool {
+	if sel.hide != nil && sel.hide(e) {
+		return false
+	}
 	if sel.siblings != "" {
 		return e.TaskID != nil
 	}

@@ -148,7 +148,7 @@ func (s *Server) submit(c *call, sessID, sessParam string) (*result, *apiError) 
 		sc = quota.late
 	}
 	t := &Task{Envelope: s.envelope("task", "task", meta), SessionID: se.ID, WorkspaceID: se.WorkspaceID,
-		Status: StatusSubmitted, Input: in.m, CreatedBy: c.actor, PersonaID: persona, AssignedAgentID: ptr(agentActor)}
+		Status: StatusSubmitted, Input: s.privateInput(in.m), CreatedBy: c.actor, PersonaID: persona, AssignedAgentID: ptr(agentActor)}
 	if t.BranchID, e = s.taskBranchLocked(b, se); e != nil { // branches.go
 		return nil, e
 	}
@@ -292,6 +292,9 @@ func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
 	evKind := map[string]string{"input": "user.input_submitted", "tool_confirmation": "user.tool_confirmation", "interrupt": "user.message"}[kind]
 	cm.Events = append(cm.Events, s.newEvent(evKind, Pointer{"task", t.ID}, map[string]any{"message_id": msg.ID, "kind": kind},
 		t.WorkspaceID, t.SessionID, t.ID, c.actor))
+	if kind == "tool_confirmation" {
+		s.resolveByMessageLocked(cm, t, msg) // permissions.go
+	}
 	if reopen && kind == "input" {
 		// The fault: input moves the finished task back to WORKING.
 		nt := *t
@@ -410,7 +413,7 @@ func (s *Server) taskInput(id string) string {
 	if !ok {
 		return ""
 	}
-	return inputText(t.Input)
+	return publicInputText(t.Input) // privacy.go: non-public input is not the agent's to repeat
 }
 
 // step executes one scenario step; false means stop (task terminal, canceled or server closing).
@@ -427,7 +430,11 @@ func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runn
 			if text == "" {
 				text = fmt.Sprintf("event %d of %d", i+1, st.Count)
 			}
-			if !s.emit(ctx, id, i, st.Count, text) {
+			if st.Visibility != "" && st.Visibility != "public" {
+				if !s.emitPrivate(ctx, id, i, st.Count, text, st.Visibility) { // privacy.go
+					return false
+				}
+			} else if !s.emit(ctx, id, i, st.Count, text) {
 				return false
 			}
 		}
@@ -453,7 +460,11 @@ func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runn
 	case scenario.OpToolApproval:
 		return s.toolApproval(ctx, id, st, rn)
 	case scenario.OpUseSecret:
-		return s.useSecret(ctx, id, st)
+		return s.useSecret(ctx, id, st) && s.narrateSecret(ctx, id, st) // privacy.go
+	case scenario.OpReason:
+		return s.reason(ctx, id, st) // privacy.go
+	case scenario.OpRedact:
+		return s.redact(ctx, id, st, rn) // privacy.go
 	case scenario.OpVaultSecret:
 		return s.useVaultSecret(ctx, id, st) // vaults.go
 	case scenario.OpToolCall:
@@ -548,6 +559,9 @@ func (s *Server) move(ctx context.Context, id, to string, payload map[string]any
 		payload["status"], payload["previous_status"] = to, old.Status
 		cm.Puts = append(cm.Puts, put{Task: &t})
 		cm.Events = append(cm.Events, s.newEvent(transitionEvent(old.Status, to), Pointer{"task", id}, payload, t.WorkspaceID, t.SessionID, id, agentActor))
+		if to == StatusAuthRequired && !s.opts.Faults.Has(FaultPermissionNotListed) {
+			s.openPermissionLocked(cm, &t, payload) // permissions.go
+		}
 	case StatusCompleted:
 		t.CompletedAt = ptr(now)
 		outcome := "SUCCEEDED"
@@ -741,7 +755,7 @@ func (s *Server) toolApproval(ctx context.Context, id string, st scenario.Step, 
 	if !ok {
 		return false
 	}
-	if denied(msg) {
+	if denied(msg) && !s.ignoresDenial(msg) {
 		return s.move(ctx, id, StatusWorking, nil, nil, ev("tool.denied", map[string]any{"message_id": msg.ID}))
 	}
 	return s.move(ctx, id, StatusWorking, nil, nil,

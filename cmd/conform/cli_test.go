@@ -247,12 +247,22 @@ func TestUnreachableTarget(t *testing.T) {
 // report file and nowhere on the console.
 func TestCanaryKeyNeverOutput(t *testing.T) {
 	url := harness(t, refharness.Options{})
-	code, console, r, out := runConform(t, "run", "--target", url)
+	// The Extended level too, with the further actors' keys (given by file,
+	// as an operator would): they must not show either.
+	code, console, r, out := runConform(t, append([]string{"run", "--target", url, "--levels", "core,receipts,extended"}, actorKeyFiles(t)...)...)
 	if r == nil {
 		t.Fatalf("no report; exit %d:\n%s", code, console)
 	}
-	if strings.Contains(console, testKey) {
-		t.Error("the console shows the API key")
+	authzJudged(t, r) // the further keys were used, not just configured
+	for name, key := range map[string]string{"API key": testKey, "second API key": testSecondKey, "read-only API key": testReadOnlyKey} {
+		if strings.Contains(console, key) {
+			t.Errorf("the console shows the %s", name)
+		}
+		for _, f := range reportFiles(out) {
+			if b, _ := os.ReadFile(f); bytes.Contains(b, []byte(key)) {
+				t.Errorf("%s contains the %s", filepath.Base(f), name)
+			}
+		}
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*"))
 	if len(files) < 3 {

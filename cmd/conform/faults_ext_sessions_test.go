@@ -19,7 +19,9 @@ import (
 var extSessionFaults = []faultCase{
 	{Fault: refharness.FaultPersonaPatchLost, Fails: []string{"EXT-PERSONA-001"}},
 	{Fault: refharness.FaultPersonaToolsIgnored, Fails: []string{"EXT-PERSONA-002"}},
-	{Fault: refharness.FaultPersonaApprovalSkipped, Fails: []string{"EXT-PERSONA-003"}},
+	// Acting without the approval also breaks the authorization rule that
+	// side effects needing approval wait for it (EXT-AUTHZ-007, host.go).
+	{Fault: refharness.FaultPersonaApprovalSkipped, Fails: []string{"EXT-PERSONA-003", "EXT-AUTHZ-007"}},
 	{Fault: refharness.FaultPersonaShadowActs, Fails: []string{"EXT-PERSONA-003"}},
 	{Fault: refharness.FaultPersonaReceiptSkipped, Fails: []string{"EXT-PERSONA-004"}},
 	{Fault: refharness.FaultWorkspacePatchLost, Fails: []string{"EXT-WORKSPACE-001"}},
@@ -46,8 +48,9 @@ var extSessionShouldFaults = []struct {
 // extSessionAreas are the requirement areas these rows prove.
 var extSessionAreas = []string{"EXT-PERSONA-", "EXT-WORKSPACE-", "EXT-SESSION-", "EXT-BRANCH-", "EXT-ARTIFACT-", "EXT-IDEM-", "EXT-SKILL-"}
 
-// extSessionHooked are the MUSTs that need the scenario hook.
-var extSessionHooked = []string{"EXT-PERSONA-002", "EXT-PERSONA-003", "EXT-IDEM-002"}
+// extSessionHooked are the MUSTs that need the scenario hook (EXT-PERSONA-005:
+// the conform.quotas hook, hidden with it; faults_ext_privacy_test.go).
+var extSessionHooked = []string{"EXT-PERSONA-002", "EXT-PERSONA-003", "EXT-PERSONA-005", "EXT-IDEM-002"}
 
 func inExtSessionAreas(id string) bool {
 	return slices.ContainsFunc(extSessionAreas, func(p string) bool { return strings.HasPrefix(id, p) })

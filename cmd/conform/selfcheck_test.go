@@ -208,7 +208,8 @@ type served struct {
 // serve starts a wrapserve process and returns once it listens.
 func serve(spec targetSpec) (*served, error) {
 	cmd := exec.Command(wrapserveBin, append(spec.args(), "--lifeline")...)
-	cmd.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey, oneProc)
+	cmd.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey, oneProc,
+		"CONFORM_SERVE_SECOND_API_KEY="+testSecondKey, "CONFORM_SERVE_READ_ONLY_API_KEY="+testReadOnlyKey) // faults_ext_authz_test.go
 	p := &served{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()

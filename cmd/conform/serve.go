@@ -9,13 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/harn-conform/conform/internal/cli"
-	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/refharness"
 )
 
@@ -24,6 +22,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	data := fs.String("data", "", "`DIR` for the durable event log and a generated API key (empty: in memory, lost at exit)")
 	keyFile := fs.String("api-key-file", "", "`FILE` whose first line is the API key of actor actor_default (else env CONFORM_SERVE_API_KEY, else a generated key: kept in DIR/"+serveKeyFile+" with --data, printed to stderr without)")
+	actorFiles := actorFlags(fs) // serve_actors.go
 	var variants, faults names
 	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
 	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
@@ -53,6 +52,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 2, err
 	}
 	opts.APIKeys = map[string]string{key: "actor_default"}
+	if err := addActors(&opts, *data, actorFiles, os.Getenv, stderr); err != nil {
+		return 2, err
+	}
 	h, err := refharness.New(opts)
 	if err != nil {
 		return 2, err
@@ -97,51 +99,7 @@ const serveKeyFile = "api-key"
 // no other way to learn it). A key kept in a file is never printed: the
 // message names the file.
 func serveAPIKey(data, keyFile string, getenv func(string) string, stderr io.Writer) (string, error) {
-	if keyFile != "" {
-		return readKeyLine(keyFile, "--api-key-file")
-	}
-	if key := strings.TrimSpace(getenv("CONFORM_SERVE_API_KEY")); key != "" {
-		return key, nil
-	}
-	if data == "" {
-		key := embedded.NewAPIKey()
-		// Deliberately printed: the operator needs it, and this harness is a
-		// local stand-in; it goes to stderr, never into a report.
-		fmt.Fprintf(stderr, "conform serve: api key: %s (in memory; with --data DIR it is kept in DIR/%s across restarts)\n", key, serveKeyFile)
-		return key, nil
-	}
-	path := filepath.Join(data, serveKeyFile)
-	if key, err := readKeyLine(path, "--data"); err == nil {
-		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
-			fmt.Fprintf(stderr, "conform serve: warning: %s is readable by others (mode %v); chmod 600 it\n", path, st.Mode().Perm())
-		}
-		fmt.Fprintf(stderr, "conform serve: api key: the one in %s\n", path)
-		return key, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return "", fmt.Errorf("--data: %w", err)
-	}
-	key := embedded.NewAPIKey()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		// Another serve over the same directory won the race: use its key.
-		return readKeyLine(path, "--data")
-	}
-	if err != nil {
-		return "", fmt.Errorf("--data: keeping the generated API key: %w", err)
-	}
-	_, werr := f.WriteString(key + "\n")
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		os.Remove(path)
-		return "", fmt.Errorf("--data: keeping the generated API key: %w", werr)
-	}
-	fmt.Fprintf(stderr, "conform serve: api key: generated into %s (kept across restarts; read it from there)\n", path)
-	return key, nil
+	return serveKey(firstActor, data, keyFile, getenv, stderr) // serve_actors.go
 }
 
 // readKeyLine reads the first line of a key file; what names the flag the

@@ -82,6 +82,13 @@ type Config struct {
 	// OAuth is the OAuth2 client-credentials side of the run (Extended
 	// level, docs/oauth.md).
 	OAuth OAuth
+	// SecondAPIKey is the key of a second actor, of another tenant than
+	// APIKey's, for the authorization checks (EXT-AUTHZ-002, -008, -009);
+	// ReadOnlyAPIKey is a key whose actor may read APIKey's resources but
+	// change none (EXT-AUTHZ-001). Never printed; "" = those checks are
+	// unverified.
+	SecondAPIKey, SecondAPIKeyFile     string
+	ReadOnlyAPIKey, ReadOnlyAPIKeyFile string
 }
 
 // OAuth configures how the run gets OAuth2 access tokens from the target's
@@ -181,6 +188,14 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.APIKeyFile }},
+	{key: "second_api_key", secret: true, noFile: true, kind: "key", help: "bearer API key of a second actor, of another tenant than the first key's (it must be able to create a workspace of its own), for the authorization checks EXT-AUTHZ-002, -008, -009 (visible in process listings as a flag: prefer CONFORM_SECOND_API_KEY or --second-api-key-file); unset: they are unverified",
+		set: func(c *Config, v string) error { c.SecondAPIKey = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return c.SecondAPIKey }},
+	secretFileSetting("second_api_key_file", "second actor's API key", func(c *Config) (*string, *string) { return &c.SecondAPIKeyFile, &c.SecondAPIKey }),
+	{key: "read_only_api_key", secret: true, noFile: true, kind: "key", help: "bearer API key of an actor that may read the first key's resources but change none, for EXT-AUTHZ-001 (prefer CONFORM_READ_ONLY_API_KEY or --read-only-api-key-file); unset: EXT-AUTHZ-001 is unverified",
+		set: func(c *Config, v string) error { c.ReadOnlyAPIKey = strings.TrimSpace(v); return nil },
+		get: func(c *Config) string { return c.ReadOnlyAPIKey }},
+	secretFileSetting("read_only_api_key_file", "read-only actor's API key", func(c *Config) (*string, *string) { return &c.ReadOnlyAPIKeyFile, &c.ReadOnlyAPIKey }),
 	listSetting("levels", "levels to run: claimed (those the target advertises, plus core), all, or a list of core,extended,receipts,replay", func(c *Config) *[]string { return &c.Levels }),
 	stringSetting("out", "dir", "directory for conform.json, junit.xml and summary.md", func(c *Config) *string { return &c.Out }),
 	durationSetting("request_timeout", "limit on one HTTP exchange", func(c *Config) *time.Duration { return &c.Timeouts.Request }, 100*time.Millisecond, 10*time.Minute),
@@ -578,6 +593,14 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.APIKey, "\r\n") {
 		return errors.New("api_key: contains a line break")
 	}
+	for _, k := range []struct{ key, v string }{{"second_api_key", c.SecondAPIKey}, {"read_only_api_key", c.ReadOnlyAPIKey}} {
+		if strings.ContainsAny(k.v, "\r\n") {
+			return fmt.Errorf("%s: contains a line break", k.key)
+		}
+		if k.v != "" && k.v == c.APIKey {
+			return fmt.Errorf("%s: is the same key as api_key; give the key of another actor", k.key)
+		}
+	}
 	if strings.ContainsRune(c.RestartCmd, 0) {
 		return errors.New("restart_cmd: contains a NUL byte")
 	}
@@ -712,7 +735,7 @@ func (c Config) Secrets() []string {
 	if c.APIKey != "" {
 		out = append(out, c.APIKey)
 	}
-	for _, s := range []string{c.OAuth.Secret, c.OAuth.ExpiredToken, c.OAuth.WrongAudienceToken, c.OAuth.WrongIssuerToken} {
+	for _, s := range []string{c.SecondAPIKey, c.ReadOnlyAPIKey, c.OAuth.Secret, c.OAuth.ExpiredToken, c.OAuth.WrongAudienceToken, c.OAuth.WrongIssuerToken} {
 		if s != "" {
 			out = append(out, s)
 		}
@@ -742,7 +765,7 @@ func (c Config) Redacted() map[string]string {
 func (c Config) Environ() []string {
 	var out []string
 	for _, s := range settings {
-		if s.key == "api_key_file" || s.key == "redact_file" || strings.HasPrefix(s.key, "oauth_") && strings.HasSuffix(s.key, "_file") {
+		if s.key == "api_key_file" || s.key == "redact_file" || strings.HasSuffix(s.key, "_api_key_file") || strings.HasPrefix(s.key, "oauth_") && strings.HasSuffix(s.key, "_file") {
 			continue // the values themselves travel as CONFORM_API_KEY, CONFORM_REDACT, CONFORM_OAUTH_CLIENT_SECRET…
 		}
 		if v := s.get(&c); v != "" {

@@ -98,8 +98,9 @@ type Operation struct {
 	// LocalServer marks routes the later OpenAPI revision added for Harn's
 	// local server (health, version, openapi.json, runtime, capabilities,
 	// tools, workspace files, permission requests). The narrative spec's REST
-	// surface does not name them and the registry has no requirement for
-	// them; a conformant target may answer 404.
+	// surface does not name them, so a conformant target may leave them out
+	// (404, 405 or 501); one it serves is judged (EXT-HOST-001 for the
+	// permission requests, EXT-LOCAL-001 for the others: reqmap.go).
 	LocalServer bool
 	// Extension marks an operation this project adds to the document
 	// (PATCHES.md, "Additions"), not one of the published document.

@@ -118,6 +118,30 @@ func trafficOf(t *testing.T, d *Doc, f refharness.Fault) (int, []Violation) {
 	do(client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(sid) + "/fork"})
 	do(client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(sid) + "/truncate", Body: map[string]any{"keep_first": 1}})
 	do(client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(sid) + "/close"})
+	// The later revision's local-server routes and permission requests.
+	for _, p := range []string{"/health", "/version", "/openapi.json"} {
+		do(client.Request{Path: p, NoAuth: true, NoVersion: true})
+	}
+	for _, p := range []string{"/v1/runtime", "/v1/capabilities", "/v1/tools", "/v1/tools/conform.noop"} {
+		do(client.Request{Path: p})
+	}
+	files := "/v1/workspaces/" + client.Seg(ws) + "/files"
+	do(client.Request{Method: "PUT", Path: files, Query: map[string][]string{"path": {"docs/a.txt"}}, Body: map[string]any{"content": "hello"}})
+	do(client.Request{Path: files, Query: map[string][]string{"path": {"docs/a.txt"}}})
+	do(client.Request{Path: files})
+	sid2 := str(do(client.Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}}), "id")
+	waiting := str(do(client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(sid2) + "/tasks", Body: map[string]any{
+		"input":    map[string]any{"role": "user", "parts": parts},
+		"metadata": map[string]any{"conform.scenario": map[string]any{"steps": []any{map[string]any{"op": "auth_required"}}}}}}), "id")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if str(do(client.Request{Path: "/v1/tasks/" + client.Seg(waiting)}), "status") == "AUTH_REQUIRED" {
+			break
+		}
+	}
+	if id := str(first(do(client.Request{Path: "/v1/tasks/" + client.Seg(waiting) + "/permission-requests"})), "id"); id != "" {
+		do(client.Request{Path: "/v1/permission-requests", Query: map[string][]string{"task_id": {waiting}}})
+		do(client.Request{Method: "POST", Path: "/v1/permission-requests/" + client.Seg(id) + "/respond", IdempotencyKey: "r1", Body: map[string]any{"approved": true}})
+	}
 	// Probes: malformed on purpose; only the answers are judged.
 	do(client.Request{Method: "POST", Path: task + "/cancel", Probe: "cancel of a terminal task"})
 	do(client.Request{Path: "/v1/tasks/task_missing", Probe: "unknown id"})
@@ -166,6 +190,7 @@ func TestReferenceHarnessFaultsAreCaught(t *testing.T) {
 		{refharness.FaultWrongCreateStatus, []string{"CORE-READ-010", "CORE-READ-011", "CORE-TASK-001", "CORE-TASK-002"}},
 		{refharness.FaultReceiptUnknownField, []string{"RCPT-SHAPE-001"}},
 		{refharness.FaultSSEWrongContentType, []string{"CORE-SSE-001"}},
+		{refharness.FaultLocalRuntimeMisshapen, []string{"EXT-LOCAL-001"}},
 	} {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			_, vs := trafficOf(t, d, tc.fault)

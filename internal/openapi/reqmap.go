@@ -32,9 +32,10 @@ type Rule struct {
 //  3. otherwise, for a 4xx or 5xx response, CORE-ERR-002 (every error
 //     answer is the error envelope);
 //  4. otherwise the operation's rule ("op:<operationId>");
-//  5. otherwise no requirement (Req ""): the local server's routes
-//     (Operation.LocalServer) and request violations, which are the
-//     suite's own mistakes, map to none.
+//  5. otherwise no requirement (Req ""): request violations, which are
+//     the suite's own mistakes, map to none. (The local server's routes,
+//     Operation.LocalServer, map to EXT-HOST-001 and EXT-LOCAL-001: they
+//     may be absent, but one that is served is judged.)
 //
 // So a wrong Task status (TaskStatus) is CORE-READ-004, a malformed
 // started_at inside it (Timestamp) CORE-READ-002, a Task without id the
@@ -123,6 +124,21 @@ var reqTable = slices.Concat([]Rule{
 	{Schema: "Quota", Req: "EXT-QUOTA-001"},
 	{Schema: "QuotaList", Req: "EXT-QUOTA-001"},
 	{Schema: "TruncateSessionResponse", Req: "EXT-SESSION-003"},
+	// Host-mediated approval (EXT-HOST-001) and the other local-server
+	// routes of the later revision (EXT-LOCAL-001): optional, judged when
+	// served.
+	{Schema: "PermissionRequest", Req: "EXT-HOST-001"},
+	{Schema: "PermissionRequestList", Req: "EXT-HOST-001"},
+	{Schema: "Health", Req: "EXT-LOCAL-001"},
+	{Schema: "RuntimeVersion", Req: "EXT-LOCAL-001"},
+	{Schema: "RuntimeMetadata", Req: "EXT-LOCAL-001"},
+	{Schema: "Capability", Req: "EXT-LOCAL-001"},
+	{Schema: "CapabilitySummary", Req: "EXT-LOCAL-001"},
+	{Schema: "Tool", Req: "EXT-LOCAL-001"},
+	{Schema: "ToolList", Req: "EXT-LOCAL-001"},
+	{Schema: "WorkspaceFile", Req: "EXT-LOCAL-001"},
+	{Schema: "WorkspaceFileListing", Req: "EXT-LOCAL-001"},
+	{Schema: "WorkspaceFileEntry", Req: "EXT-LOCAL-001"},
 
 	// Operations: a success status the operation does not declare (ruling
 	// 4: its own requirement), or a success body that is not JSON.
@@ -182,6 +198,18 @@ var reqTable = slices.Concat([]Rule{
 	{Schema: "op:getQuota", Req: "EXT-QUOTA-001"},
 	{Schema: "op:listConnectors", Req: "EXT-CONNECTOR-001"},
 	{Schema: "op:getConnector", Req: "EXT-CONNECTOR-001"},
+	{Schema: "op:listPermissionRequests", Req: "EXT-HOST-001"},
+	{Schema: "op:listTaskPermissionRequests", Req: "EXT-HOST-001"},
+	{Schema: "op:respondPermissionRequest", Req: "EXT-HOST-001"},
+	{Schema: "op:getHealth", Req: "EXT-LOCAL-001"},
+	{Schema: "op:getVersion", Req: "EXT-LOCAL-001"},
+	{Schema: "op:getOpenApiDocument", Req: "EXT-LOCAL-001"},
+	{Schema: "op:getRuntime", Req: "EXT-LOCAL-001"},
+	{Schema: "op:listCapabilities", Req: "EXT-LOCAL-001"},
+	{Schema: "op:listTools", Req: "EXT-LOCAL-001"},
+	{Schema: "op:getTool", Req: "EXT-LOCAL-001"},
+	{Schema: "op:readWorkspaceFile", Req: "EXT-LOCAL-001"},
+	{Schema: "op:writeWorkspaceFile", Req: "EXT-LOCAL-001"},
 },
 	// The common envelope of the resources CORE-READ-001 names: a missing
 	// or mistyped id or metadata, or a missing timestamp, is CORE-READ-001;

@@ -52,8 +52,8 @@ func TestEveryProtocolOperationIsMapped(t *testing.T) {
 		}
 		got := opReq(o.ID, 200)
 		switch {
-		case o.LocalServer && got != "":
-			t.Errorf("%s: a local-server route maps to %s; the registry has no requirement for it", o.ID, got)
+		case o.LocalServer && got != "EXT-LOCAL-001" && got != "EXT-HOST-001":
+			t.Errorf("%s: a local-server route maps to %q, want EXT-LOCAL-001 (EXT-HOST-001 for permission requests)", o.ID, got)
 		case !o.LocalServer && !unmapped[o.ID] && got == "":
 			t.Errorf("%s: no requirement for its statuses (add an op: rule or list it as unmapped)", o.ID)
 		case unmapped[o.ID] && got != "":
@@ -81,7 +81,8 @@ func TestResolveOrder(t *testing.T) {
 		{"nested variant shares the rules", []frame{{"Outcome", ""}, {"Message", "/messages/0"}}, "/messages/0", "role", "enum", "", 200, "CORE-READ-009"},
 		{"operation fallback", nil, "", "", "", "submitTask", 200, "CORE-TASK-002"},
 		{"error fallback", nil, "", "", "", "submitTask", 404, "CORE-ERR-002"},
-		{"nothing", nil, "", "", "", "getHealth", 200, ""},
+		{"local-server route", nil, "", "", "", "getHealth", 200, "EXT-LOCAL-001"},
+		{"nothing", nil, "", "", "", "", 200, ""},
 	} {
 		if got := resolveReq(tc.frames, tc.loc, tc.field, tc.keyword, tc.opID, tc.status); got != tc.want {
 			t.Errorf("%s: resolveReq = %q, want %q", tc.name, got, tc.want)

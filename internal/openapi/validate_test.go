@@ -163,7 +163,7 @@ func TestValidateResponse(t *testing.T) {
 		{"success with empty body", "GET", "/v1/sessions/s", 200, jsonCT, nil, []string{"- CORE-READ-005"}},
 		{"success not JSON", "GET", "/v1", 200, jsonCT, []byte("{"), []string{"- CORE-DISC-001"}},
 		{"long value is bounded", "GET", "/v1/tasks/task_1", 200, jsonCT, js(with(task(), "status", longID)), []string{"/status CORE-READ-004"}},
-		{"local-server route maps to nothing", "GET", "/health", 200, jsonCT, []byte(`{}`), []string{"/ok ", "/status ", "/version "}},
+		{"a served local-server route is judged", "GET", "/health", 200, jsonCT, []byte(`{}`), []string{"/ok EXT-LOCAL-001", "/status EXT-LOCAL-001", "/version EXT-LOCAL-001"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vs := d.ValidateResponse(tc.method, tc.path, tc.status, tc.header, tc.body)

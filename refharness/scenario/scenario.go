@@ -35,6 +35,17 @@ const (
 	OpToolCall      Op = "tool_call"      // call Tool (needing Capability) under the task's Persona policy; its side effect is an artifact
 )
 
+// Privacy steps (EXT-PRIV, docs/scenarios.md#steps): hidden reasoning the
+// agent must keep to itself, and the redaction of an artifact it made.
+const (
+	OpReason Op = "reason" // think Text (hidden reasoning, never shown); publish Summary as agent.reasoning_summary when set
+	OpRedact Op = "redact" // redact this task's artifact named Name (its latest artifact without Name), leaving a trace
+)
+
+// Visibilities are the content classes of parts and artifacts; emit's
+// Visibility is one of them.
+var Visibilities = []string{"public", "internal", "receipt_only"}
+
 // OpVaultSecret makes a tool call authenticated with the secret Name of
 // vault VaultID (the conform.vault_secrets hook), if the vault allows "use".
 const OpVaultSecret Op = "use_vault_secret"
@@ -70,6 +81,7 @@ type Step struct {
 	Secret     string         `json:"secret,omitempty"`
 	VaultID    string         `json:"vault_id,omitempty"`
 	Capability string         `json:"capability,omitempty"`
+	Visibility string         `json:"visibility,omitempty"` // emit: the class of the messages' text part (default public)
 }
 
 // Terminal reports whether the step ends the task.
@@ -140,7 +152,9 @@ func Parse(v any) (*Scenario, error) {
 func check(st Step, p string) error {
 	allowed := map[Op][]string{
 		OpWork:          {"ms"},
-		OpEmit:          {"count", "interval_ms", "text"},
+		OpEmit:          {"count", "interval_ms", "text", "visibility"},
+		OpReason:        {"text", "summary"},
+		OpRedact:        {"name", "reason"},
 		OpArtifact:      {"kind", "mime_type", "name", "content"},
 		OpInputRequired: {"prompt"},
 		OpAuthRequired:  {"reason"},
@@ -153,14 +167,14 @@ func check(st Step, p string) error {
 	}
 	fields, ok := allowed[st.Op]
 	if !ok {
-		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, complete, fail", st.Op)}
+		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, reason, redact, complete, fail", st.Op)}
 	}
 	set := map[string]bool{
 		"ms": st.MS != 0, "count": st.Count != 0, "interval_ms": st.IntervalMS != 0, "text": st.Text != "",
 		"prompt": st.Prompt != "", "reason": st.Reason != "", "tool": st.Tool != "", "input": st.Input != nil,
 		"kind": st.Kind != "", "mime_type": st.MimeType != "", "name": st.Name != "", "content": st.Content != "",
 		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "", "secret": st.Secret != "",
-		"capability": st.Capability != "", "vault_id": st.VaultID != "",
+		"capability": st.Capability != "", "vault_id": st.VaultID != "", "visibility": st.Visibility != "",
 	}
 	for f, isSet := range set {
 		if isSet && !contains(fields, f) {
@@ -168,7 +182,7 @@ func check(st Step, p string) error {
 		}
 	}
 	for f, s := range map[string]string{"text": st.Text, "prompt": st.Prompt, "reason": st.Reason, "tool": st.Tool,
-		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret, "capability": st.Capability, "vault_id": st.VaultID} {
+		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret, "capability": st.Capability, "vault_id": st.VaultID, "visibility": st.Visibility} {
 		if len(s) > maxStringSize {
 			return &Error{p + "." + f, fmt.Sprintf("got %d bytes, want at most %d", len(s), maxStringSize)}
 		}
@@ -184,6 +198,13 @@ func check(st Step, p string) error {
 		}
 		if st.IntervalMS < 0 || st.IntervalMS > MaxMS {
 			return &Error{p + ".interval_ms", fmt.Sprintf("got %d, want 0..%d", st.IntervalMS, MaxMS)}
+		}
+		if st.Visibility != "" && !contains(Visibilities, st.Visibility) {
+			return &Error{p + ".visibility", fmt.Sprintf("got %q, want one of %s", st.Visibility, strings.Join(Visibilities, ", "))}
+		}
+	case OpReason:
+		if len(st.Text) < MinSecret {
+			return &Error{p + ".text", fmt.Sprintf("got %d bytes, want the hidden reasoning, at least %d", len(st.Text), MinSecret)}
 		}
 	case OpArtifact:
 		if st.Kind != "" && !contains(ArtifactKinds, st.Kind) {

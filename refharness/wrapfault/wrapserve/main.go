@@ -9,7 +9,9 @@
 // "wrapserve: used N", N being how often the middleware changed an answer.
 // With --lifeline it also stops when its standard input ends, so that it
 // does not outlive a test process that dies without stopping it. The API
-// key of actor_default comes from CONFORM_SERVE_API_KEY.
+// key of actor_default comes from CONFORM_SERVE_API_KEY, those of
+// actor_second and actor_read_only from CONFORM_SERVE_SECOND_API_KEY and
+// CONFORM_SERVE_READ_ONLY_API_KEY (optional).
 //
 // Test support, not part of the conformance tool.
 package main
@@ -59,6 +61,16 @@ func run() error {
 		return errors.New("CONFORM_SERVE_API_KEY is not set")
 	}
 	opts := refharness.Options{DataDir: *data, APIKeys: map[string]string{key: "actor_default"}, Faults: refharness.Faults{}, Variants: refharness.Variants{}}
+	// The further actors of conform serve (cmd/conform/serve_actors.go),
+	// when their keys are set: a tenant of its own, and a read-only one.
+	if k := os.Getenv("CONFORM_SERVE_SECOND_API_KEY"); k != "" {
+		opts.APIKeys[k] = "actor_second"
+	}
+	if k := os.Getenv("CONFORM_SERVE_READ_ONLY_API_KEY"); k != "" {
+		opts.APIKeys[k] = "actor_read_only"
+		opts.Tenants = map[string]string{"actor_read_only": "actor_default"}
+		opts.ReadOnly = map[string]bool{"actor_read_only": true}
+	}
 	for _, f := range faults {
 		opts.Faults[refharness.Fault(f)] = true
 	}

@@ -1,0 +1,163 @@
+package main
+
+// Extended, part 1 (issue 10): authorization between actors (EXT-AUTHZ-001,
+// -002, -008, -009). Each fault row runs the whole Extended level
+// against the reference Harness with one fault, the run holding the keys
+// of the served harness's further actors, and must fail exactly its
+// requirements. The clean harness (with and without the scenario hook)
+// fails nothing of these areas, and a run without the further keys leaves
+// the authorization requirements unverified with a remedy naming the flag.
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
+)
+
+// The canary keys of the served harness's further actors (selfcheck_test.go
+// serve): actor_second, a tenant of its own, and actor_read_only.
+const (
+	testSecondKey   = "sk-canary-second-actor-8d21e7"
+	testReadOnlyKey = "sk-canary-read-only-actor-47b0c2"
+)
+
+// actorArgs give a run the further actors' keys. They are flags here
+// because a proof job is its flags; an operator would use the _file flags
+// or the environment (see actorKeyFiles).
+var actorArgs = []string{"--second-api-key", testSecondKey, "--read-only-api-key", testReadOnlyKey}
+
+// actorKeyFiles writes the further keys to files and returns the flags
+// naming them.
+func actorKeyFiles(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var args []string
+	for _, k := range []struct{ flag, key string }{{"--second-api-key-file", testSecondKey}, {"--read-only-api-key-file", testReadOnlyKey}} {
+		p := filepath.Join(dir, strings.TrimPrefix(k.flag, "--"))
+		if err := os.WriteFile(p, []byte(k.key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, k.flag, p)
+	}
+	return args
+}
+
+func reportFiles(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	return files
+}
+
+// authzJudged fails the test unless the run judged the second-actor
+// requirements (so a check of the keys' absence was not vacuous).
+func authzJudged(t *testing.T, r *reports.Report) {
+	t.Helper()
+	for _, q := range r.Requirements {
+		if slices.Contains(authzReqs, q.ID) && q.Verdict != reports.Pass {
+			t.Errorf("%s is %s, want pass with the further keys: %s", q.ID, q.Verdict, q.Message)
+		}
+	}
+}
+
+var authzReqs = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
+
+var extAuthzFaults = []faultCase{
+	{Fault: refharness.FaultAuthzCrossTenantReads, Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzCrossTenantWrites, Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzListsLeak, Fails: []string{"EXT-AUTHZ-002"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzHiddenAs403, Fails: []string{"EXT-AUTHZ-009"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzActorNotBound, Fails: []string{"EXT-AUTHZ-002"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzRefusalEchoesCredential, Fails: []string{"EXT-AUTHZ-008"}, Args: actorArgs},
+	{Fault: refharness.FaultAuthzReadOnlyWrites, Fails: []string{"EXT-AUTHZ-001"}, Args: actorArgs},
+}
+
+// extAuthzAreas are the requirements these rows prove.
+var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
+
+func init() {
+	planProofs("TestExtAuthzFaultsCaught", func() []proofJob { return faultJobs(extAuthzFaults, nil, "extended") })
+	planProofs("TestExtAuthzCleanAndUnverified", func() []proofJob {
+		return []proofJob{
+			{spec: targetSpec{}, levels: "extended", extra: actorArgs},
+			{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended", extra: actorArgs},
+			{spec: targetSpec{}, levels: "extended"},
+		}
+	})
+}
+
+func TestExtAuthzFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range extAuthzFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertFaultCaught(t, tc, "extended")
+		})
+	}
+}
+
+// With the further keys the clean harness passes these areas, with or
+// without the scenario hook; without them the authorization requirements
+// are unverified, each with a remedy naming the flag that gives the key.
+func TestExtAuthzCleanAndUnverified(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite three times")
+	}
+	startProofs(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		spec  targetSpec
+		extra []string
+	}{
+		{"clean", targetSpec{}, actorArgs},
+		{"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook), actorArgs},
+		{"no-further-keys", targetSpec{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, _ := proof(t, tc.name, tc.spec, "extended", tc.extra...)
+			seen := 0
+			for _, q := range r.Requirements {
+				if !slices.Contains(extAuthzAreas, q.ID) {
+					continue
+				}
+				seen++
+				if tc.extra != nil {
+					if q.Verdict != reports.Pass {
+						t.Errorf("%s: %s is %s, want pass: %s", tc.name, q.ID, q.Verdict, q.Message)
+					}
+					continue
+				}
+				flag := "--second-api-key"
+				if q.ID == "EXT-AUTHZ-001" {
+					flag = "--read-only-api-key"
+				}
+				if q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, flag) {
+					t.Errorf("%s: %s is %s (remedy %q), want unverified with a remedy naming %s", tc.name, q.ID, q.Verdict, q.Remedy, flag)
+				}
+			}
+			if seen != len(extAuthzAreas) {
+				t.Errorf("%s: %d of the %d requirements were in the report", tc.name, seen, len(extAuthzAreas))
+			}
+		})
+	}
+}
+
+// Every fault of these areas has a row.
+func TestEveryExtAuthzFaultHasARow(t *testing.T) {
+	rowed := map[refharness.Fault]bool{}
+	for _, r := range extAuthzFaults {
+		rowed[r.Fault] = true
+	}
+	for _, f := range refharness.AllFaults() {
+		if strings.HasPrefix(string(f), "authz-") && !rowed[f] {
+			t.Errorf("fault %s has no row in faults_ext_authz_test.go", f)
+		}
+	}
+}

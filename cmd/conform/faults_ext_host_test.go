@@ -1,0 +1,152 @@
+package main
+
+// Extended, part 1 (issue 10): host-mediated input and authorization
+// (permission requests), approval before side effects, the idempotency of
+// permission request answers, event naming and tool events, the REST and
+// SSE transports, and the local server's routes. Each fault row runs the
+// whole Extended level against `conform serve --fault F` and must fail
+// exactly its requirement (a SHOULD or MAY row: warn it, fail nothing);
+// the clean harness passes every observable requirement of these areas,
+// and without the scenario hook the ones that need it are unverified with
+// a remedy while the rest still pass.
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
+)
+
+var extHostFaults = []faultCase{
+	// The task never leaves AUTH_REQUIRED, so every wait for it lasts the
+	// whole task timeout: 3 s is ample for the reference Harness.
+	{Fault: refharness.FaultPermissionAnswerLost, Fails: []string{"EXT-HOST-001"}, Args: []string{"--task-timeout", "3s"}},
+	{Fault: refharness.FaultPermissionNotListed, Fails: []string{"EXT-HOST-001"}},
+	{Fault: refharness.FaultApprovalDenialIgnored, Fails: []string{"EXT-AUTHZ-007"}},
+	{Fault: refharness.FaultPermissionIdempotencyIgnored, Fails: []string{"EXT-IDEM-002"}},
+	{Fault: refharness.FaultInputRefusedWhileStreaming, Fails: []string{"EXT-TRANSPORT-003"}},
+	{Fault: refharness.FaultCardAdvertisesWebSocket, Fails: []string{"EXT-TRANSPORT-002"}},
+	{Fault: refharness.FaultLocalRuntimeMisshapen, Fails: []string{"EXT-LOCAL-001"}},
+}
+
+// extHostShouldFaults break a SHOULD (or a MAY's condition): a warning,
+// nothing failed.
+var extHostShouldFaults = []struct {
+	Fault refharness.Fault
+	Warns string
+}{
+	{refharness.FaultVendorEventUnprefixed, "EXT-EVENT-001"},
+	{refharness.FaultToolResultUnpaired, "EXT-EVENT-002"},
+	{refharness.FaultSpanUncorrelated, "EXT-EVENT-003"},
+}
+
+// extHostReqs are the requirements these rows prove, and extHostHooked
+// those of them that need the scenario hook.
+var (
+	extHostReqs = []string{"EXT-HOST-001", "EXT-AUTHZ-007", "EXT-IDEM-002", "EXT-EVENT-001", "EXT-EVENT-002", "EXT-EVENT-003",
+		"EXT-TRANSPORT-002", "EXT-TRANSPORT-003", "EXT-LOCAL-001"}
+	extHostHooked = []string{"EXT-HOST-001", "EXT-AUTHZ-007", "EXT-IDEM-002", "EXT-EVENT-002", "EXT-EVENT-003", "EXT-TRANSPORT-003"}
+)
+
+func init() {
+	planProofs("TestExtHostFaultsCaught", func() []proofJob { return faultJobs(extHostFaults, nil, "extended") })
+	planProofs("TestExtHostShouldFaultsWarn", func() []proofJob {
+		var jobs []proofJob
+		for _, tc := range extHostShouldFaults {
+			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
+		}
+		return jobs
+	})
+	planProofs("TestExtHostCleanAndHookless", func() []proofJob {
+		return []proofJob{{spec: targetSpec{}, levels: "extended"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
+	})
+}
+
+func TestExtHostFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range extHostFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertFaultCaught(t, tc, "extended")
+		})
+	}
+}
+
+func TestExtHostShouldFaultsWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel()
+	for _, tc := range extHostShouldFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", tc.Warns)
+		})
+	}
+}
+
+// The clean harness passes every requirement of these areas; without the
+// hook the ones that need a scenario are unverified with a remedy, and the
+// others (vendor event naming, advertised transports, local routes) still
+// pass. Neither run fails, errs or warns any of them.
+func TestExtHostCleanAndHookless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite twice")
+	}
+	startProofs(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		spec targetSpec
+	}{{"clean", targetSpec{}}, {"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, _ := proof(t, tc.name, tc.spec, "extended")
+			seen := 0
+			for _, q := range r.Requirements {
+				if !slices.Contains(extHostReqs, q.ID) {
+					continue
+				}
+				seen++
+				want := reports.Pass
+				if tc.name == "no-scenario-hook" && slices.Contains(extHostHooked, q.ID) {
+					want = reports.Unverified
+					if q.Remedy == "" {
+						t.Errorf("%s is unverified without a remedy", q.ID)
+					}
+				}
+				if q.Verdict != want {
+					t.Errorf("%s: %s is %s, want %s: %s", tc.name, q.ID, q.Verdict, want, q.Message)
+				}
+			}
+			if seen != len(extHostReqs) {
+				t.Errorf("%s: %d of the %d requirements of these areas were judged", tc.name, seen, len(extHostReqs))
+			}
+		})
+	}
+}
+
+// Every fault of these areas has a row.
+func TestEveryExtHostFaultHasARow(t *testing.T) {
+	rowed := map[refharness.Fault]bool{}
+	for _, r := range extHostFaults {
+		rowed[r.Fault] = true
+	}
+	for _, r := range extHostShouldFaults {
+		rowed[r.Fault] = true
+	}
+	for _, f := range []refharness.Fault{refharness.FaultPermissionAnswerLost, refharness.FaultPermissionNotListed, refharness.FaultApprovalDenialIgnored,
+		refharness.FaultPermissionIdempotencyIgnored, refharness.FaultVendorEventUnprefixed, refharness.FaultToolResultUnpaired,
+		refharness.FaultSpanUncorrelated, refharness.FaultInputRefusedWhileStreaming, refharness.FaultCardAdvertisesWebSocket,
+		refharness.FaultLocalRuntimeMisshapen} {
+		if !slices.Contains(refharness.AllFaults(), f) {
+			t.Errorf("fault %s is not in refharness.AllFaults", f)
+		}
+		if !rowed[f] {
+			t.Errorf("fault %s has no row in faults_ext_host_test.go", f)
+		}
+	}
+}
