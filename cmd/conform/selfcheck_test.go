@@ -32,9 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/harn-conform/conform/fixtures/schemas"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/wrapfault"
 	"github.com/harn-conform/conform/reports"
@@ -314,7 +311,8 @@ func reportProblems(args []string, console string, raw []byte) (*reports.Report,
 	if raw == nil {
 		return nil, problems
 	}
-	problems = append(problems, schemaProblems(raw)...)
+	// Whether the report matches its schema, conform checked as it wrote
+	// it (reports.SchemaProblems): a mismatch is among its suite defects.
 	var r reports.Report
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, append(problems, fmt.Sprintf("conform.json does not parse: %v", err))
@@ -458,29 +456,6 @@ func messages(r *reports.Report, ids []string) string {
 		}
 	}
 	return b.String()
-}
-
-var (
-	reportSchemaOnce sync.Once
-	reportSchema     *jsonschema.Schema
-	reportSchemaErr  error
-)
-
-// schemaProblems checks a produced conform.json against the project's
-// schema: every report any self-check run writes must conform.
-func schemaProblems(raw []byte) []string {
-	reportSchemaOnce.Do(func() { reportSchema, reportSchemaErr = schemas.Compile("conform-report.v1.schema.json") })
-	if reportSchemaErr != nil {
-		return []string{reportSchemaErr.Error()}
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return []string{fmt.Sprintf("conform.json: %v", err)}
-	}
-	if p := schemas.Problems(reportSchema, inst); len(p) > 0 {
-		return []string{fmt.Sprintf("conform.json does not match conform-report.v1.schema.json: %v", p)}
-	}
-	return nil
 }
 
 // Every wrapfault middleware is some row's target, and every row names one
