@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -78,6 +79,11 @@ func WriteAllWith(dir string, r *Report, opts WriteOptions) error {
 		}
 	} else if err != nil {
 		return fmt.Errorf("report directory: %w", err)
+	}
+	for _, p := range SchemaProblems(r) {
+		if !slices.Contains(r.SuiteDefects, p) {
+			r.SuiteDefects = append(r.SuiteDefects, p)
+		}
 	}
 	type file struct {
 		name  string

@@ -393,3 +393,39 @@ func TestLocationIsModuleRelative(t *testing.T) {
 	}
 	checkOutputs(t, r)
 }
+
+// A report off its schema is written with the defect named in
+// suite_defects (the project's proof runs rely on it instead of validating
+// every report themselves); a report on its schema gets none.
+func TestWriteAllRecordsSchemaProblems(t *testing.T) {
+	read := func(dir string) []string {
+		b, err := os.ReadFile(filepath.Join(dir, JSONFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			SuiteDefects []string `json:"suite_defects"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.SuiteDefects
+	}
+	good := t.TempDir()
+	if err := WriteAll(good, sample(t)); err != nil {
+		t.Fatal(err)
+	}
+	if d := read(good); len(d) != 0 {
+		t.Errorf("a valid report got suite defects %v", d)
+	}
+	r := sample(t)
+	r.Requirements[0].Verdict = "bogus"
+	bad := t.TempDir()
+	if err := WriteAll(bad, r); err != nil {
+		t.Fatal(err)
+	}
+	d := read(bad)
+	if len(d) != 1 || !strings.Contains(d[0], "does not match "+SchemaFile) || !strings.Contains(d[0], "/requirements/0/verdict") {
+		t.Errorf("suite defects %v; want the schema problem at /requirements/0/verdict", d)
+	}
+}

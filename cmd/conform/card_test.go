@@ -61,21 +61,24 @@ func TestCardCleanHarnessPasses(t *testing.T) {
 	}
 }
 
-// Each card fault fails exactly its requirement; the other one passes, or
-// does not apply (an unsigned card names no algorithm or key id).
+// cardFaultRows: each card fault fails exactly its requirement; the other
+// one passes, or does not apply (an unsigned card names no algorithm or key
+// id).
+var cardFaultRows = []struct {
+	fault refharness.Fault
+	fails string
+	other reports.Verdict // the other card requirement's verdict
+	says  string          // the failure message names this
+}{
+	{refharness.FaultCardUnsigned, "EXT-CARD-001", reports.Skip, "unsigned"},
+	{refharness.FaultCardSignatureStale, "EXT-CARD-001", reports.Pass, "does not verify over the card's canonical bytes"},
+	{refharness.FaultCardSignsRawJSON, "EXT-CARD-001", reports.Pass, "JSON text as served"},
+	{refharness.FaultCardNoKeyID, "EXT-CARD-002", reports.Pass, "key_id"},
+}
+
 func TestCardFaultsCaught(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		fault refharness.Fault
-		fails string
-		other reports.Verdict // the other card requirement's verdict
-		says  string          // the failure message names this
-	}{
-		{refharness.FaultCardUnsigned, "EXT-CARD-001", reports.Skip, "unsigned"},
-		{refharness.FaultCardSignatureStale, "EXT-CARD-001", reports.Pass, "does not verify over the card's canonical bytes"},
-		{refharness.FaultCardSignsRawJSON, "EXT-CARD-001", reports.Pass, "JSON text as served"},
-		{refharness.FaultCardNoKeyID, "EXT-CARD-002", reports.Pass, "key_id"},
-	} {
+	for _, tc := range cardFaultRows {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			t.Parallel()
 			got, r := cardRun(t, refharness.Options{Faults: refharness.Faults{tc.fault: true}})

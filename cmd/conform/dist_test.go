@@ -99,7 +99,9 @@ func runSh(t *testing.T, dir string, env []string, args ...string) (int, string)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)
 	cmd.Dir, cmd.Env = dir, env
+	release := direct()
 	b, err := cmd.CombinedOutput()
+	release()
 	if ctx.Err() != nil {
 		t.Fatalf("sh %v hung; output so far:\n%s", args, b)
 	}
@@ -364,6 +366,7 @@ func TestDistActionWaitsAndAnnotates(t *testing.T) {
 	cmd.Dir, cmd.Env = r.workspace, r.runEnv(inputs)
 	w := &lineWatcher{want: "waiting up to", seen: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w, w
+	defer direct()()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -1228,7 +1231,9 @@ func TestDistDocsTryLocally(t *testing.T) {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
+	release := direct()
 	out, err := cmd.CombinedOutput()
+	release()
 	if ctx.Err() != nil {
 		t.Fatalf("the snippet hung:\n%s", out)
 	}

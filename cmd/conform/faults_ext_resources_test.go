@@ -6,12 +6,8 @@ package main
 // harness passes every one of them, and the harness without its test
 // hooks (no-scenario-hook) fails none: what it cannot show is unverified,
 // with a remedy naming the hook.
-//
-// Every run is narrowed to these areas' requirements (extResourceFilter):
-// the Extended level is still being built area by area by other hands,
-// and a proof of these areas must not hang on another area's state. A
-// narrowed run is partial by construction (exit 1), which assertCaught
-// expects anyway; the clean runs judge verdicts, not the exit code.
+// Every run is of the whole Extended level: a fault must fail its
+// requirement and nothing else anywhere in the level.
 
 import (
 	"slices"
@@ -31,34 +27,25 @@ var extResourceReqs = []string{
 	"EXT-CONNECTOR-001", "EXT-CONNECTOR-002", "EXT-CONNECTOR-003", "EXT-CONNECTOR-004",
 }
 
-// extResourceFilter narrows a run to extResourceReqs (see the file comment).
-var extResourceFilter = func() []string {
-	var terms []string
-	for _, id := range extResourceReqs {
-		terms = append(terms, "req:"+id)
-	}
-	return []string{"--label-filter", strings.Join(terms, " || ")}
-}()
-
 var extResourceFaults = []faultCase{
-	{Fault: refharness.FaultMemoryDeleteKeeps, Fails: []string{"EXT-MEMORY-001"}, Args: extResourceFilter},
-	{Fault: refharness.FaultMemoryInTranscript, Fails: []string{"EXT-MEMORY-002"}, Args: extResourceFilter},
-	{Fault: refharness.FaultVaultNotReadable, Fails: []string{"EXT-VAULT-001"}, Args: extResourceFilter},
-	{Fault: refharness.FaultVaultReadLeaks, Fails: []string{"EXT-VAULT-002"}, Args: extResourceFilter},
-	{Fault: refharness.FaultVaultSecretInEvent, Fails: []string{"EXT-VAULT-003"}, Args: extResourceFilter},
-	{Fault: refharness.FaultVaultPolicyIgnored, Fails: []string{"EXT-AUTHZ-005"}, Args: extResourceFilter},
-	{Fault: refharness.FaultQuotaNotListed, Fails: []string{"EXT-QUOTA-001"}, Args: extResourceFilter},
+	{Fault: refharness.FaultMemoryDeleteKeeps, Fails: []string{"EXT-MEMORY-001"}},
+	{Fault: refharness.FaultMemoryInTranscript, Fails: []string{"EXT-MEMORY-002"}},
+	{Fault: refharness.FaultVaultNotReadable, Fails: []string{"EXT-VAULT-001"}},
+	{Fault: refharness.FaultVaultReadLeaks, Fails: []string{"EXT-VAULT-002"}},
+	{Fault: refharness.FaultVaultSecretInEvent, Fails: []string{"EXT-VAULT-003"}},
+	{Fault: refharness.FaultVaultPolicyIgnored, Fails: []string{"EXT-AUTHZ-005"}},
+	{Fault: refharness.FaultQuotaNotListed, Fails: []string{"EXT-QUOTA-001"}},
 	// Accepted, worked, then failed: refused in the end (AUTHZ-006 holds),
 	// but not before work started.
-	{Fault: refharness.FaultQuotaCheckedLate, Fails: []string{"EXT-QUOTA-002"}, Args: extResourceFilter},
+	{Fault: refharness.FaultQuotaCheckedLate, Fails: []string{"EXT-QUOTA-002"}},
 	// Nothing ran (QUOTA-002 holds), but 409 conflict is no quota refusal.
-	{Fault: refharness.FaultQuotaRefusedAs409, Fails: []string{"EXT-AUTHZ-006"}, Args: extResourceFilter},
-	{Fault: refharness.FaultConnectorNotReadable, Fails: []string{"EXT-CONNECTOR-001"}, Args: extResourceFilter},
+	{Fault: refharness.FaultQuotaRefusedAs409, Fails: []string{"EXT-AUTHZ-006"}},
+	{Fault: refharness.FaultConnectorNotReadable, Fails: []string{"EXT-CONNECTOR-001"}},
 	// The key stays stable (CONNECTOR-002 holds); the redelivery is not deduplicated.
-	{Fault: refharness.FaultConnectorNoDedupe, Fails: []string{"EXT-CONNECTOR-003"}, Args: extResourceFilter},
+	{Fault: refharness.FaultConnectorNoDedupe, Fails: []string{"EXT-CONNECTOR-003"}},
 	// Redeliveries are deduplicated (CONNECTOR-003 holds), and so is every
 	// other delivery: the key does not come from the delivery id.
-	{Fault: refharness.FaultConnectorKeyIgnoresID, Fails: []string{"EXT-CONNECTOR-002"}, Args: extResourceFilter},
+	{Fault: refharness.FaultConnectorKeyIgnoresID, Fails: []string{"EXT-CONNECTOR-002"}},
 }
 
 // The SHOULD of these areas: warned about, never failed.
@@ -80,13 +67,13 @@ func init() {
 	planProofs("TestExtResourceShouldFaultsWarn", func() []proofJob {
 		var jobs []proofJob
 		for _, tc := range extResourceShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended", extra: extResourceFilter})
+			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
 		}
 		return jobs
 	})
 	planProofs("TestExtResourcesCleanAndHookless", func() []proofJob {
-		return []proofJob{{spec: targetSpec{}, levels: "extended", extra: extResourceFilter},
-			{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended", extra: extResourceFilter}}
+		return []proofJob{{spec: targetSpec{}, levels: "extended"},
+			{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
 	})
 }
 
@@ -111,7 +98,7 @@ func TestExtResourceShouldFaultsWarn(t *testing.T) {
 	t.Parallel()
 	for _, tc := range extResourceShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			_, r, _ := proof(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", extResourceFilter...)
+			_, r, _ := proof(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended")
 			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
 				t.Errorf("%s not reported as a warning (warnings: %v)", tc.Warns, warned)
 			}
@@ -140,7 +127,7 @@ func TestExtResourcesCleanAndHookless(t *testing.T) {
 		{"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook), hookless},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, r, _ := proof(t, tc.name, tc.spec, "extended", extResourceFilter...)
+			_, r, _ := proof(t, tc.name, tc.spec, "extended")
 			got := map[string]reports.ReqResult{}
 			for _, q := range r.Requirements {
 				got[q.ID] = q

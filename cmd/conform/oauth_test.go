@@ -125,23 +125,26 @@ func TestOAuthCleanHarnessPasses(t *testing.T) {
 	wantVerdicts(t, oauthRun(t, harness(t, refharness.Options{})), nil)
 }
 
-// Each OAuth fault fails exactly its requirement; the scope faults also
-// miss the SHOULD of scope names (a warning, never a failure).
+// oauthFaultRows: each OAuth fault fails exactly its requirement; the
+// scope faults also miss the SHOULD of scope names (a warning, never a
+// failure).
+var oauthFaultRows = []struct {
+	fault refharness.Fault
+	want  map[string]reports.Verdict
+	says  string // the failure or warning names this
+}{
+	{refharness.FaultOAuthAcceptsExpired, map[string]reports.Verdict{"EXT-OAUTH-004": reports.Fail}, "an expired token"},
+	{refharness.FaultOAuthIgnoresAudience, map[string]reports.Verdict{"EXT-OAUTH-003": reports.Fail}, "wrong-audience"},
+	{refharness.FaultOAuthIgnoresIssuer, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "wrong-issuer"},
+	{refharness.FaultOAuthSkipsSignature, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "signature kept"},
+	{refharness.FaultOAuthReadsIgnoreScope, map[string]reports.Verdict{"EXT-OAUTH-005": reports.Fail, "EXT-OAUTH-006": reports.Warn}, "served (200)"},
+	{refharness.FaultOAuthNotOnStreams, map[string]reports.Verdict{"EXT-OAUTH-001": reports.Fail}, "stream"},
+	{refharness.FaultOAuthReadScopeWrites, map[string]reports.Verdict{"EXT-OAUTH-006": reports.Warn}, "sessions:write"},
+}
+
 func TestOAuthFaultsCaught(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		fault refharness.Fault
-		want  map[string]reports.Verdict
-		says  string // the failure or warning names this
-	}{
-		{refharness.FaultOAuthAcceptsExpired, map[string]reports.Verdict{"EXT-OAUTH-004": reports.Fail}, "an expired token"},
-		{refharness.FaultOAuthIgnoresAudience, map[string]reports.Verdict{"EXT-OAUTH-003": reports.Fail}, "wrong-audience"},
-		{refharness.FaultOAuthIgnoresIssuer, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "wrong-issuer"},
-		{refharness.FaultOAuthSkipsSignature, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "signature kept"},
-		{refharness.FaultOAuthReadsIgnoreScope, map[string]reports.Verdict{"EXT-OAUTH-005": reports.Fail, "EXT-OAUTH-006": reports.Warn}, "served (200)"},
-		{refharness.FaultOAuthNotOnStreams, map[string]reports.Verdict{"EXT-OAUTH-001": reports.Fail}, "stream"},
-		{refharness.FaultOAuthReadScopeWrites, map[string]reports.Verdict{"EXT-OAUTH-006": reports.Warn}, "sessions:write"},
-	} {
+	for _, tc := range oauthFaultRows {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			t.Parallel()
 			got := oauthRun(t, harness(t, refharness.Options{Faults: refharness.Faults{tc.fault: true}}))

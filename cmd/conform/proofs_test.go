@@ -226,7 +226,7 @@ func (run *proofRun) exec() {
 	args := run.job.args()
 	args = append(args[:1:1], append([]string{"--target", p.URL}, args[1:]...)...)
 	var raw []byte
-	run.code, run.console, raw, run.err = execConform(out, []string{oneProc}, args...)
+	run.code, run.console, raw, run.err = execConformIn(out, []string{oneProc}, args...)
 	changed, err := p.stop()
 	if run.err == nil {
 		run.err = err

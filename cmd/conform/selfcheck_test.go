@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,9 +33,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/harn-conform/conform/fixtures/schemas"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/wrapfault"
 	"github.com/harn-conform/conform/reports"
@@ -58,6 +56,7 @@ func TestMain(m *testing.M) {
 	conformBin = filepath.Join(dir, "conform")
 	wrapserveBin = filepath.Join(dir, "wrapserve")
 	flag.Parse()
+	raiseParallel()
 	if wholePackage() {
 		queueAll()
 	}
@@ -68,6 +67,22 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// raiseParallel lifts the -parallel limit (GOMAXPROCS by default) unless
+// the command line set it. Most parallel tests here wait: for proof runs
+// (bounded by the pool's workers) or for their own runs (bounded by
+// directRuns). With the default limit, tests waiting for the pool hold the
+// slots that tests with runs of their own need, and the machine idles.
+// The value is changed without marking the flag as set: Ginkgo, linked in
+// here, refuses to run specs when -parallel was set, and this is not the
+// parallelism it means (its specs never run in this process).
+func raiseParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		f.Value.Set(strconv.Itoa(8 * runtime.GOMAXPROCS(0)))
+	}
 }
 
 // buildBinaries builds the main packages pkgs into dir. The go command
@@ -281,6 +296,13 @@ const oneProc = "GOMAXPROCS=1"
 // code, console output and conform.json (nil if it wrote none). env is
 // added to the environment.
 func execConform(out string, env []string, args ...string) (int, string, []byte, error) {
+	defer direct()()
+	return execConformIn(out, env, args...)
+}
+
+// execConformIn is execConform without a directRuns slot: the proof pool
+// bounds its own runs.
+func execConformIn(out string, env []string, args ...string) (int, string, []byte, error) {
 	// A hang guard, not a speed target: a run that does not end within this
 	// bound is a bug (every wait in the suite has its own timeout).
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -315,7 +337,8 @@ func reportProblems(args []string, console string, raw []byte) (*reports.Report,
 	if raw == nil {
 		return nil, problems
 	}
-	problems = append(problems, schemaProblems(raw)...)
+	// Whether the report matches its schema, conform checked as it wrote
+	// it (reports.SchemaProblems): a mismatch is among its suite defects.
 	var r reports.Report
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, append(problems, fmt.Sprintf("conform.json does not parse: %v", err))
@@ -327,6 +350,20 @@ func reportProblems(args []string, console string, raw []byte) (*reports.Report,
 		problems = append(problems, fmt.Sprintf("conform %v: suite defect: %s", args, d))
 	}
 	return &r, problems
+}
+
+// directRuns bounds the processes tests run themselves (a conform run, a
+// CI script), beside the proof pool's runs: TestMain lifts the -parallel
+// limit (raiseParallel), so that tests waiting for pool runs never keep
+// these from starting, and this bound keeps the machine from being
+// swamped. A slot is held only while one process runs, never across
+// another wait, so slots cannot deadlock.
+var directRuns = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// direct takes a directRuns slot and returns its release.
+func direct() func() {
+	directRuns <- struct{}{}
+	return func() { <-directRuns }
 }
 
 // runConform runs the binary and returns its exit code, console output and
@@ -459,29 +496,6 @@ func messages(r *reports.Report, ids []string) string {
 		}
 	}
 	return b.String()
-}
-
-var (
-	reportSchemaOnce sync.Once
-	reportSchema     *jsonschema.Schema
-	reportSchemaErr  error
-)
-
-// schemaProblems checks a produced conform.json against the project's
-// schema: every report any self-check run writes must conform.
-func schemaProblems(raw []byte) []string {
-	reportSchemaOnce.Do(func() { reportSchema, reportSchemaErr = schemas.Compile("conform-report.v1.schema.json") })
-	if reportSchemaErr != nil {
-		return []string{reportSchemaErr.Error()}
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return []string{fmt.Sprintf("conform.json: %v", err)}
-	}
-	if p := schemas.Problems(reportSchema, inst); len(p) > 0 {
-		return []string{fmt.Sprintf("conform.json does not match conform-report.v1.schema.json: %v", p)}
-	}
-	return nil
 }
 
 // Every wrapfault middleware is some row's target, and every row names one

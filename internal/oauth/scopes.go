@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"encoding/json"
 
 	openapidoc "github.com/harn-conform/conform/fixtures/openapi"
 )
@@ -64,7 +64,7 @@ var (
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 func load() *scopeDoc {
-	docOnce.Do(func() { doc = parseScopes(openapidoc.YAML) })
+	docOnce.Do(func() { doc = parseScopes(openapidoc.JSON) })
 	return &doc
 }
 
@@ -72,18 +72,18 @@ func parseScopes(b []byte) scopeDoc {
 	// Parsing the whole document into typed values would drag in every
 	// schema; decode only what is needed.
 	var root struct {
-		Security   []map[string][]string           `yaml:"security"`
-		Paths      map[string]map[string]yaml.Node `yaml:"paths"`
+		Security   []map[string][]string                 `json:"security"`
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
 			SecuritySchemes map[string]struct {
-				Type  string `yaml:"type"`
+				Type  string `json:"type"`
 				Flows map[string]struct {
-					Scopes map[string]string `yaml:"scopes"`
-				} `yaml:"flows"`
-			} `yaml:"securitySchemes"`
-		} `yaml:"components"`
+					Scopes map[string]string `json:"scopes"`
+				} `json:"flows"`
+			} `json:"securitySchemes"`
+		} `json:"components"`
 	}
-	if err := yaml.Unmarshal(b, &root); err != nil {
+	if err := json.Unmarshal(b, &root); err != nil {
 		return scopeDoc{err: fmt.Errorf("oauth: the vendored OpenAPI document does not parse: %w", err)}
 	}
 	declared := map[string]bool{}
@@ -108,11 +108,11 @@ func parseScopes(b []byte) scopeDoc {
 				continue
 			}
 			var op struct {
-				ID       string                 `yaml:"operationId"`
-				Tags     []string               `yaml:"tags"`
-				Security *[]map[string][]string `yaml:"security"`
+				ID       string                 `json:"operationId"`
+				Tags     []string               `json:"tags"`
+				Security *[]map[string][]string `json:"security"`
 			}
-			if err := node.Decode(&op); err != nil {
+			if err := json.Unmarshal(node, &op); err != nil {
 				return scopeDoc{err: fmt.Errorf("oauth: %s %s: %w", strings.ToUpper(m), tmpl, err)}
 			}
 			public := !secured

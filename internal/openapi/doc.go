@@ -42,7 +42,6 @@ package openapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -51,7 +50,6 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"gopkg.in/yaml.v3"
 
 	openapidoc "github.com/harn-conform/conform/fixtures/openapi"
 	"github.com/harn-conform/conform/fixtures/schemas"
@@ -203,7 +201,7 @@ func Load() (*Doc, error) { return load(nil) }
 // load is Load with the patches skip names left out (tests show each patch
 // is needed).
 func load(skip map[string]bool) (*Doc, error) {
-	root, err := parseYAML(openapidoc.YAML)
+	root, err := parseDoc(openapidoc.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
@@ -247,25 +245,17 @@ func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("refusing to load %s: only the embedded documents are available", url)
 }
 
-// parseYAML decodes YAML and converts it to the values encoding/json would
-// produce (numbers as json.Number), which is what the schema compiler and
-// the patches work on.
-func parseYAML(b []byte) (map[string]any, error) {
-	var tree any
-	if err := yaml.Unmarshal(b, &tree); err != nil {
-		return nil, fmt.Errorf("parsing openapi.yaml: %w", err)
-	}
-	j, err := json.Marshal(tree)
-	if err != nil {
-		return nil, fmt.Errorf("converting openapi.yaml to JSON: %w", err)
-	}
+// parseDoc decodes the document's JSON form (openapidoc.JSON, generated
+// from the vendored YAML) to the values the schema compiler and the patches
+// work on: numbers as json.Number.
+func parseDoc(j []byte) (map[string]any, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("parsing openapi.json: %w", err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("openapi.yaml is not a mapping")
+		return nil, fmt.Errorf("openapi.json is not an object")
 	}
 	return m, nil
 }

@@ -30,7 +30,7 @@ func TestPatchesMatchTheLedger(t *testing.T) {
 // that already has it, it fails instead of patching twice.
 func TestPatchesRefuseAPatchedDocument(t *testing.T) {
 	for _, p := range Patches() {
-		root, err := parseYAML(openapidoc.YAML)
+		root, err := parseDoc(openapidoc.JSON)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,17 @@
 // Package requirements is the registry of normative statements the suites
-// verify. Requirements are data (one YAML file per level, embedded), with
-// stable ids that are never renumbered or reused; every Ginkgo spec names the
-// ids it verifies, and the registry is frozen: naming an unknown id is an
-// error at start-up.
+// verify. Requirements are data (one YAML file per level), with stable ids
+// that are never renumbered or reused; every Ginkgo spec names the ids it
+// verifies, and the registry is frozen: naming an unknown id is an error at
+// start-up. The YAML files are the source; the build reads their JSON form,
+// registry.json: after editing a YAML file, run
+// `go generate ./internal/requirements` (TestRegistryJSONIsCurrent fails
+// until then).
 package requirements
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -150,33 +155,79 @@ type Registry struct {
 // Parse builds a registry from YAML documents (file name → bytes) and
 // validates every entry and the set (ids unique).
 func Parse(files map[string][]byte) (*Registry, error) {
-	reg := &Registry{byID: map[string]int{}}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var errs []string
+	var entries []named
 	for _, name := range names {
-		var entries []Requirement
+		var es []Requirement
 		dec := yaml.NewDecoder(strings.NewReader(string(files[name])))
 		dec.KnownFields(true)
-		if err := dec.Decode(&entries); err != nil {
+		if err := dec.Decode(&es); err != nil {
 			return nil, fmt.Errorf("requirements: %s: %w", name, err)
 		}
-		for _, r := range entries {
-			r.Summary = strings.TrimSpace(r.Summary)
-			if err := r.Validate(); err != nil {
-				errs = append(errs, name+": "+err.Error())
-				continue
-			}
-			if _, dup := reg.byID[r.ID]; dup {
-				errs = append(errs, fmt.Sprintf("%s: %s: duplicate id", name, r.ID))
-				continue
-			}
-			reg.byID[r.ID] = len(reg.all)
-			reg.all = append(reg.all, r)
+		for _, r := range es {
+			entries = append(entries, named{name, r})
 		}
+	}
+	return build(entries)
+}
+
+// ParseJSON builds a registry from the JSON form Generate writes, with the
+// same validation as Parse.
+func ParseJSON(b []byte) (*Registry, error) {
+	var es []Requirement
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&es); err != nil {
+		return nil, fmt.Errorf("requirements: %s: %w", jsonFile, err)
+	}
+	entries := make([]named, len(es))
+	for i, r := range es {
+		entries[i] = named{jsonFile, r}
+	}
+	return build(entries)
+}
+
+// Generate is the JSON form of a registry: every requirement, sorted by
+// id. The build embeds it (registry.json, written by `go generate
+// ./internal/requirements` from the YAML files, which stay the source):
+// decoding it costs a run a tenth of what parsing the YAML does.
+func (g *Registry) Generate() ([]byte, error) {
+	b, err := json.MarshalIndent(g.all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// jsonFile is the embedded JSON form of the registry.
+const jsonFile = "registry.json"
+
+// named is an entry and the file it came from, for error messages.
+type named struct {
+	file string
+	r    Requirement
+}
+
+func build(entries []named) (*Registry, error) {
+	reg := &Registry{byID: map[string]int{}}
+	var errs []string
+	for _, e := range entries {
+		r := e.r
+		r.Summary = strings.TrimSpace(r.Summary)
+		if err := r.Validate(); err != nil {
+			errs = append(errs, e.file+": "+err.Error())
+			continue
+		}
+		if _, dup := reg.byID[r.ID]; dup {
+			errs = append(errs, fmt.Sprintf("%s: %s: duplicate id", e.file, r.ID))
+			continue
+		}
+		reg.byID[r.ID] = len(reg.all)
+		reg.all = append(reg.all, r)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("requirements: %d invalid entries:\n  %s", len(errs), strings.Join(errs, "\n  "))
@@ -211,8 +262,30 @@ func (g *Registry) ByLevel(l Level) []Requirement {
 	return out
 }
 
+// files are the YAML sources of the registry.
+//
 //go:embed *.yaml
 var files embed.FS
+
+// registryJSON is their JSON form (Generate), which the build reads.
+//
+//go:generate go run ./gen
+//go:embed registry.json
+var registryJSON []byte
+
+// YAMLFiles returns the YAML sources of the embedded registry, by file name.
+func YAMLFiles() (map[string][]byte, error) {
+	m := map[string][]byte{}
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := files.ReadFile(p)
+		m[p] = b
+		return err
+	})
+	return m, err
+}
 
 var (
 	defaultOnce sync.Once
@@ -221,24 +294,10 @@ var (
 )
 
 // Default is the registry embedded in this build. Its error is a defect of
-// the build (the tests of this package keep it nil).
+// the build (the tests of this package keep it nil, and registry.json the
+// YAML sources' conversion).
 func Default() (*Registry, error) {
-	defaultOnce.Do(func() {
-		m := map[string][]byte{}
-		err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := files.ReadFile(p)
-			m[p] = b
-			return err
-		})
-		if err != nil {
-			defaultErr = err
-			return
-		}
-		defaultReg, defaultErr = Parse(m)
-	})
+	defaultOnce.Do(func() { defaultReg, defaultErr = ParseJSON(registryJSON) })
 	return defaultReg, defaultErr
 }
 

@@ -1,6 +1,8 @@
 package requirements
 
 import (
+	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -98,5 +100,46 @@ func TestParseLevel(t *testing.T) {
 	}
 	if _, err := ParseLevel("gold"); err == nil {
 		t.Error("ParseLevel(gold) succeeded")
+	}
+}
+
+// registry.json is the YAML files' conversion: after editing a YAML file,
+// run `go generate ./internal/requirements`.
+func TestRegistryJSONIsCurrent(t *testing.T) {
+	m, err := YAMLFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := Parse(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := reg.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(registryJSON, want) {
+		t.Fatal("registry.json is not the YAML files' conversion: run go generate ./internal/requirements")
+	}
+	got, err := ParseJSON(registryJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.All(), reg.All()) {
+		t.Error("the JSON form decodes to other requirements than the YAML")
+	}
+}
+
+// The JSON form is validated like the YAML: an unknown field or an invalid
+// entry is refused.
+func TestParseJSONValidates(t *testing.T) {
+	for name, doc := range map[string]string{
+		"unknown field": `[{"id":"CORE-X-001","level":"core","keyword":"MUST","source":"narrative","section":"s","anchor":"a","summary":"x","transports":["rest"],"observable":true,"bogus":1}]`,
+		"bad id":        `[{"id":"core-x-1","level":"core","keyword":"MUST","source":"narrative","section":"s","anchor":"a","summary":"x","transports":["rest"],"observable":true}]`,
+		"not JSON":      `[{`,
+	} {
+		if _, err := ParseJSON([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -96,10 +96,6 @@ func skipWithoutScenarios() {
 	}
 }
 
-// pollEvery is the interval of status polls: a reference task changes state
-// within milliseconds, and each poll is one cheap local round trip.
-const pollEvery = 5 * time.Millisecond
-
 // flow is one spec's own workspace, session and tasks, with every task
 // status it has read, in order, and a live view of the session's stream.
 type flow struct {
@@ -220,8 +216,7 @@ func (f *flow) get(ctx context.Context, id string) (map[string]any, *client.Resp
 func (f *flow) await(ctx context.Context, id string, want func(string) bool) (map[string]any, bool) {
 	GinkgoHelper()
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	var pace suite.Pace
 	for {
 		m, resp := f.get(ctx, id)
 		s, _ := m["status"].(string)
@@ -236,10 +231,8 @@ func (f *flow) await(ctx context.Context, id string, want func(string) bool) (ma
 		if time.Now().After(deadline) {
 			return m, false
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			return m, false
-		case <-tick.C:
 		}
 	}
 }
@@ -353,8 +346,7 @@ func (f *flow) stateEventsUntil(ctx context.Context, id, final string) (cs []che
 	GinkgoHelper()
 	path := "/v1/tasks/" + client.Seg(id) + "/events"
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Stream)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	var pace suite.Pace
 	for {
 		evs, err := f.events(ctx, path)
 		if !suite.CheckBlocks("CORE-EVT-001", err, "CORE-LIFE-001", "CORE-LIFE-002") {
@@ -372,10 +364,8 @@ func (f *flow) stateEventsUntil(ctx context.Context, id, final string) (cs []che
 			// status): more waiting cannot bring final. Judge what is there.
 			return cs, true
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			return cs, true
-		case <-tick.C:
 		}
 	}
 }

@@ -221,8 +221,7 @@ func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, m
 	GinkgoHelper()
 	limit := suite.Env().Config.Timeouts.Task
 	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
+	var pace suite.Pace
 	for {
 		resp, m := readObject(ctx, req, "/v1/tasks/"+client.Seg(taskID), nil)
 		st, _ := m["status"].(string)
@@ -237,10 +236,8 @@ func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, m
 			// The target's agent did not finish: nothing to judge here.
 			suite.Unverified(fmt.Sprintf("%s: task %s is still %v after --task-timeout %s", resp, taskID, m["status"], limit), suite.RemedyAgentEnds)
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			suite.Must(req, fmt.Errorf("waiting for task %s: %w", taskID, ctx.Err()))
-		case <-tick.C:
 		}
 	}
 }

@@ -125,11 +125,10 @@ func ids(items []map[string]any) []string {
 
 // poll calls cond until it reports done, an error, or the deadline of d
 // passes (then it returns errTimeout). Each round trip of cond is a
-// request to the target; rounds are 20 ms apart.
+// request to the target, paced by suite.Pace.
 func poll(ctx context.Context, d time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	var pace suite.Pace
 	for {
 		done, err := cond()
 		if err != nil || done {
@@ -138,10 +137,8 @@ func poll(ctx context.Context, d time.Duration, cond func() (bool, error)) error
 		if time.Now().After(deadline) {
 			return errTimeout
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			return ctx.Err()
-		case <-tick.C:
 		}
 	}
 }

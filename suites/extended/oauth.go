@@ -449,8 +449,7 @@ func scopeFixtures(ctx context.Context, req string) scopeFx {
 		Body: echoTask("scope fixtures"), IdempotencyKey: suite.Key("oauth-fx")}, req), http.StatusAccepted)
 	fx.task, _ = tk["id"].(string)
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
+	var pace suite.Pace
 	for !fx.taskDone && time.Now().Before(deadline) {
 		got := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(fx.task)}, req)
 		m, _ := got.Object()
@@ -459,10 +458,8 @@ func scopeFixtures(ctx context.Context, req string) scopeFx {
 			fx.receipt, _ = m["receipt_id"].(string)
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			suite.Transport(&client.TransportError{Method: "GET", URL: "/v1/tasks/" + fx.task, Err: ctx.Err()}, req)
-		case <-tick.C:
 		}
 	}
 	evs := suite.Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(fx.task) + "/events", Query: url.Values{"limit": {"1"}}}, req)

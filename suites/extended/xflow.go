@@ -43,9 +43,6 @@ const (
 	reqSkill          = "EXT-SKILL-001"
 )
 
-// xPoll is the interval of status polls.
-const xPoll = 5 * time.Millisecond
-
 // xPrereq ends the spec unverified: what, a step another requirement
 // owns, failed (resp is its answer), so nothing here can be checked.
 func xPrereq(what string, resp *client.Response, owner string) {
@@ -224,20 +221,20 @@ func xStep(op string, kv ...any) map[string]any {
 func xAwait(ctx context.Context, id string, want func(string) bool) (map[string]any, bool) {
 	GinkgoHelper()
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
-	tick := time.NewTicker(xPoll)
-	defer tick.Stop()
+	var pace suite.Pace
 	for {
 		m := xRead(ctx, "reading the Task (GET /v1/tasks/{id})", "CORE-READ-004", "/v1/tasks/"+client.Seg(id), nil)
-		if want(xStr(m, "status")) {
+		st := xStr(m, "status")
+		if want(st) {
 			return m, true
 		}
-		if time.Now().After(deadline) {
+		if !check.KnownStatus(st) || time.Now().After(deadline) {
+			// A status outside the closed enum never becomes another one
+			// worth waiting for (Core judges the value itself).
 			return m, false
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			return m, false
-		case <-tick.C:
 		}
 	}
 }

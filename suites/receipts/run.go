@@ -53,9 +53,6 @@ type finished struct {
 	noOutcome   string         // why outcome is nil
 }
 
-// pollEvery paces task polls; reference tasks end within milliseconds.
-const pollEvery = 5 * time.Millisecond
-
 // newCanary is a secret no target can know: random, and shaped like no
 // credential format, so only an exact match finds it.
 func newCanary() string {
@@ -224,8 +221,7 @@ func (r *run) poll(ctx context.Context, id string, want func(string) bool) (task
 	GinkgoHelper()
 	limit := suite.Env().Config.Timeouts.Task
 	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	var pace suite.Pace
 	waitRemedy := suite.RemedyAgentEnds
 	if suite.Env().Discovery.Scenarios() != "" {
 		waitRemedy = remedySetup
@@ -246,10 +242,8 @@ func (r *run) poll(ctx context.Context, id string, want func(string) bool) (task
 		if time.Now().After(deadline) {
 			return nil, waitRemedy, fmt.Sprintf("task %s is still %v after %s", id, m["status"], limit)
 		}
-		select {
-		case <-ctx.Done():
+		if !pace.Wait(ctx) {
 			return nil, remedySetup, fmt.Sprintf("waiting for task %s: %v", id, ctx.Err())
-		case <-tick.C:
 		}
 	}
 }
