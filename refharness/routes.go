@@ -414,7 +414,3 @@ func (s *Server) emptyList(c *call) (any, *apiError) {
 	}
 	return List{Object: "list", Data: []any{}}, nil
 }
-
-func (s *Server) absent(kind string) func(c *call) (any, *apiError) {
-	return func(c *call) (any, *apiError) { return nil, notFound(kind, c.params[0]) }
-}

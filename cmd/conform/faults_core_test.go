@@ -152,7 +152,7 @@ func TestEveryMustHasAFault(t *testing.T) {
 
 // extendedFaultTables are the fault rows of the Extended level's proof
 // tests (whole-level runs), one table per file.
-var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults}
+var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults, extAuthzFaults, extHostFaults, extPrivacyFaults}
 
 // noTargetFault lists MUSTs no target-side fault can break, with the
 // reason; each is proven by a Go test of the checker instead.

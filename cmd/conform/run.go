@@ -152,6 +152,7 @@ undecided (the tool could not decide)
 		}
 		defer h.Close()
 		cfg.Target, cfg.APIKey = h.URL, h.APIKey
+		cfg.SecondAPIKey, cfg.ReadOnlyAPIKey = h.SecondAPIKey, h.ReadOnlyAPIKey
 		cfg.OAuth = config.OAuth{ClientID: h.Actor, Secret: h.APIKey} // refharness/oauth.go: its actor is its OAuth2 client
 		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL+
 			"; the durability checks restart it in-process over the same data directory")

@@ -25,6 +25,12 @@ type Harness struct {
 	// Actor is the API key's actor: the harness's OAuth2 client id, with
 	// the API key for its secret (refharness/oauth.go).
 	Actor string
+	// SecondAPIKey and ReadOnlyAPIKey are the keys of the further actors
+	// the authorization checks need (docs/interpretations.md
+	// #authz-tenancy), when Start made the keys: actor_second, a tenant
+	// of its own, and actor_read_only, in the first actor's tenant and
+	// allowed to read only. Empty when the caller gave opts.APIKeys.
+	SecondAPIKey, ReadOnlyAPIKey string
 	dir   string             // the throw-away data directory Close removes
 	opts  refharness.Options // what every (re)start uses: same DataDir, same keys
 	addr  string             // the loopback address, kept across restarts
@@ -47,15 +53,19 @@ func Start(opts refharness.Options) (*Harness, error) {
 	if opts.DataDir == "" {
 		opts.DataDir = dir
 	}
+	var second, readOnly string
 	if opts.APIKeys == nil {
-		opts.APIKeys = map[string]string{key: "actor_default"}
+		second, readOnly = NewAPIKey(), NewAPIKey()
+		opts.APIKeys = map[string]string{key: "actor_default", second: "actor_second", readOnly: "actor_read_only"}
+		opts.Tenants = map[string]string{"actor_read_only": "actor_default"}
+		opts.ReadOnly = map[string]bool{"actor_read_only": true}
 	} else {
 		for k := range opts.APIKeys {
 			key = k
 			break
 		}
 	}
-	l := &Harness{APIKey: key, Actor: opts.APIKeys[key], dir: dir, opts: opts, addr: "127.0.0.1:0"}
+	l := &Harness{APIKey: key, Actor: opts.APIKeys[key], SecondAPIKey: second, ReadOnlyAPIKey: readOnly, dir: dir, opts: opts, addr: "127.0.0.1:0"}
 	if err := l.startLocked(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

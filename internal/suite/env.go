@@ -25,6 +25,9 @@ func fromEnvironment() (*target.Env, error) {
 		}
 		localServer = local
 		cfg.Target, cfg.APIKey = local.URL, local.APIKey
+		if cfg.SecondAPIKey == "" && cfg.ReadOnlyAPIKey == "" {
+			cfg.SecondAPIKey, cfg.ReadOnlyAPIKey = local.SecondAPIKey, local.ReadOnlyAPIKey
+		}
 		if cfg.OAuth.ClientID == "" {
 			// The harness's OAuth2 client: its actor, with the key for secret.
 			cfg.OAuth.ClientID, cfg.OAuth.Secret = local.Actor, local.APIKey
