@@ -31,9 +31,9 @@ type Harness struct {
 	// of its own, and actor_read_only, in the first actor's tenant and
 	// allowed to read only. Empty when the caller gave opts.APIKeys.
 	SecondAPIKey, ReadOnlyAPIKey string
-	dir   string             // the throw-away data directory Close removes
-	opts  refharness.Options // what every (re)start uses: same DataDir, same keys
-	addr  string             // the loopback address, kept across restarts
+	dir                          string             // the throw-away data directory Close removes
+	opts                         refharness.Options // what every (re)start uses: same DataDir, same keys
+	addr                         string             // the loopback address, kept across restarts
 
 	mu     sync.Mutex
 	srv    *http.Server
