@@ -36,10 +36,12 @@ var extResourceFaults = []faultCase{
 	{Fault: refharness.FaultVaultPolicyIgnored, Fails: []string{"EXT-AUTHZ-005"}},
 	{Fault: refharness.FaultQuotaNotListed, Fails: []string{"EXT-QUOTA-001"}},
 	// Accepted, worked, then failed: refused in the end (AUTHZ-006 holds),
-	// but not before work started.
-	{Fault: refharness.FaultQuotaCheckedLate, Fails: []string{"EXT-QUOTA-002"}},
-	// Nothing ran (QUOTA-002 holds), but 409 conflict is no quota refusal.
-	{Fault: refharness.FaultQuotaRefusedAs409, Fails: []string{"EXT-AUTHZ-006"}},
+	// but not before work started. A persona's quota is enforced by the
+	// same check, so EXT-PERSONA-005 may see it too.
+	{Fault: refharness.FaultQuotaCheckedLate, Fails: []string{"EXT-QUOTA-002"}, Tolerated: []string{"EXT-PERSONA-005"}},
+	// Nothing ran (QUOTA-002 holds), but 409 conflict is no quota refusal;
+	// a persona's quota refusal is the same answer (EXT-PERSONA-005).
+	{Fault: refharness.FaultQuotaRefusedAs409, Fails: []string{"EXT-AUTHZ-006"}, Tolerated: []string{"EXT-PERSONA-005"}},
 	{Fault: refharness.FaultConnectorNotReadable, Fails: []string{"EXT-CONNECTOR-001"}},
 	// The key stays stable (CONNECTOR-002 holds); the redelivery is not deduplicated.
 	{Fault: refharness.FaultConnectorNoDedupe, Fails: []string{"EXT-CONNECTOR-003"}},
