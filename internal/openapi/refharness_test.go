@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,7 +135,8 @@ func trafficOf(t *testing.T, d *Doc, f refharness.Fault) (int, []Violation) {
 		"input":    map[string]any{"role": "user", "parts": parts},
 		"metadata": map[string]any{"conform.scenario": map[string]any{"steps": []any{map[string]any{"op": "auth_required"}}}}}}), "id")
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if str(do(client.Request{Path: "/v1/tasks/" + client.Seg(waiting)}), "status") == "AUTH_REQUIRED" {
+		// Any case: the lowercase-status fault spells it auth_required.
+		if strings.EqualFold(str(do(client.Request{Path: "/v1/tasks/" + client.Seg(waiting)}), "status"), "AUTH_REQUIRED") {
 			break
 		}
 	}
