@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/harn-conform/conform/internal/requirements"
@@ -150,10 +151,6 @@ func TestEveryMustHasAFault(t *testing.T) {
 	}
 }
 
-// extendedFaultTables are the fault rows of the Extended level's proof
-// tests (whole-level runs), one table per file.
-var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults, extAuthzFaults, extHostFaults, extPrivacyFaults}
-
 // noTargetFault lists MUSTs no target-side fault can break, with the
 // reason; each is proven by a Go test of the checker instead.
 var noTargetFault = map[string]bool{
@@ -168,4 +165,45 @@ var noTargetFault = map[string]bool{
 	// replay and unverified with it (receiptUnverifiedRows shows it never
 	// passes); the verifier's handling of deltas is a fixture self-check.
 	"RCPT-DELTA-001": true,
+}
+
+// Every fault of the reference Harness has a row that proves the suite
+// catches it (a MUST row, a SHOULD row that must warn, or a card or OAuth
+// row), and every row names a fault the Harness has: a fault no row runs
+// proves nothing.
+func TestEveryFaultHasARow(t *testing.T) {
+	rowed := map[refharness.Fault]bool{}
+	for _, rows := range append([][]faultCase{coreFaults, hooklessFaults, restFaults, streamFaults, receiptFaults}, extendedFaultTables...) {
+		for _, r := range rows {
+			rowed[r.Fault] = true
+		}
+	}
+	for _, rows := range [][]struct {
+		Fault refharness.Fault
+		Warns string
+	}{restShouldFaults, extendedShouldFaults} {
+		for _, r := range rows {
+			rowed[r.Fault] = true
+		}
+	}
+	for _, r := range receiptShouldFaults {
+		rowed[r.Fault] = true
+	}
+	for _, r := range cardFaultRows {
+		rowed[r.fault] = true
+	}
+	for _, r := range oauthFaultRows {
+		rowed[r.fault] = true
+	}
+	all := refharness.AllFaults()
+	for _, f := range all {
+		if !rowed[f] {
+			t.Errorf("fault %s has no row", f)
+		}
+	}
+	for f := range rowed {
+		if !slices.Contains(all, f) {
+			t.Errorf("a row names %s, which is not in refharness.AllFaults", f)
+		}
+	}
 }

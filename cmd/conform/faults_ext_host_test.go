@@ -50,43 +50,9 @@ var (
 )
 
 func init() {
-	planProofs("TestExtHostFaultsCaught", func() []proofJob { return faultJobs(extHostFaults, nil, "extended") })
-	planProofs("TestExtHostShouldFaultsWarn", func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range extHostShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
-		}
-		return jobs
-	})
 	planProofs("TestExtHostCleanAndHookless", func() []proofJob {
 		return []proofJob{{spec: targetSpec{}, levels: "extended"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
 	})
-}
-
-func TestExtHostFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range extHostFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "extended")
-		})
-	}
-}
-
-func TestExtHostShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel()
-	for _, tc := range extHostShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", tc.Warns)
-		})
-	}
 }
 
 // The clean harness passes every requirement of these areas; without the
@@ -126,27 +92,5 @@ func TestExtHostCleanAndHookless(t *testing.T) {
 				t.Errorf("%s: %d of the %d requirements of these areas were judged", tc.name, seen, len(extHostReqs))
 			}
 		})
-	}
-}
-
-// Every fault of these areas has a row.
-func TestEveryExtHostFaultHasARow(t *testing.T) {
-	rowed := map[refharness.Fault]bool{}
-	for _, r := range extHostFaults {
-		rowed[r.Fault] = true
-	}
-	for _, r := range extHostShouldFaults {
-		rowed[r.Fault] = true
-	}
-	for _, f := range []refharness.Fault{refharness.FaultPermissionAnswerLost, refharness.FaultPermissionNotListed, refharness.FaultApprovalDenialIgnored,
-		refharness.FaultPermissionIdempotencyIgnored, refharness.FaultVendorEventUnprefixed, refharness.FaultToolResultUnpaired,
-		refharness.FaultSpanUncorrelated, refharness.FaultInputRefusedWhileStreaming, refharness.FaultCardAdvertisesWebSocket,
-		refharness.FaultLocalRuntimeMisshapen} {
-		if !slices.Contains(refharness.AllFaults(), f) {
-			t.Errorf("fault %s is not in refharness.AllFaults", f)
-		}
-		if !rowed[f] {
-			t.Errorf("fault %s has no row in faults_ext_host_test.go", f)
-		}
 	}
 }

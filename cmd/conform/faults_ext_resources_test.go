@@ -65,50 +65,10 @@ var hookless = []string{"EXT-VAULT-002", "EXT-VAULT-003", "EXT-AUTHZ-005", "EXT-
 	"EXT-CONNECTOR-001", "EXT-CONNECTOR-002", "EXT-CONNECTOR-003", "EXT-CONNECTOR-004"}
 
 func init() {
-	planProofs("TestExtResourceFaultsCaught", func() []proofJob { return faultJobs(extResourceFaults, nil, "extended") })
-	planProofs("TestExtResourceShouldFaultsWarn", func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range extResourceShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
-		}
-		return jobs
-	})
 	planProofs("TestExtResourcesCleanAndHookless", func() []proofJob {
 		return []proofJob{{spec: targetSpec{}, levels: "extended"},
 			{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
 	})
-}
-
-func TestExtResourceFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range extResourceFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "extended")
-		})
-	}
-}
-
-func TestExtResourceShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel()
-	for _, tc := range extResourceShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			_, r, _ := proof(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended")
-			if warned := verdicts(r, reports.Warn); !slices.Contains(warned, tc.Warns) {
-				t.Errorf("%s not reported as a warning (warnings: %v)", tc.Warns, warned)
-			}
-			if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
-				t.Errorf("a SHOULD is broken, but the suite reports %v: %s", bad, messages(r, bad))
-			}
-		})
-	}
 }
 
 // The clean harness passes every requirement of these areas; without the

@@ -57,43 +57,9 @@ func inExtSessionAreas(id string) bool {
 }
 
 func init() {
-	planProofs("TestExtSessionFaultsCaught", func() []proofJob { return faultJobs(extSessionFaults, nil, "extended") })
-	planProofs("TestExtSessionShouldFaultsWarn", func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range extSessionShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
-		}
-		return jobs
-	})
 	planProofs("TestExtSessionCleanAndHookless", func() []proofJob {
 		return []proofJob{{spec: targetSpec{}, levels: "extended"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
 	})
-}
-
-func TestExtSessionFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range extSessionFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "extended")
-		})
-	}
-}
-
-func TestExtSessionShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel()
-	for _, tc := range extSessionShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", tc.Warns)
-		})
-	}
 }
 
 // The clean harness passes every observable requirement of these areas;
@@ -132,24 +98,5 @@ func TestExtSessionCleanAndHookless(t *testing.T) {
 				t.Errorf("%s: only %d requirements of these areas were judged, want the 16 observable ones (EXT-SESSION-004 included)", tc.name, seen)
 			}
 		})
-	}
-}
-
-// Every fault of these areas has a row.
-func TestEveryExtSessionFaultHasARow(t *testing.T) {
-	rowed := map[refharness.Fault]bool{}
-	for _, r := range extSessionFaults {
-		rowed[r.Fault] = true
-	}
-	for _, r := range extSessionShouldFaults {
-		rowed[r.Fault] = true
-	}
-	for _, f := range refharness.AllFaults() {
-		name := string(f)
-		mine := slices.ContainsFunc([]string{"persona-", "workspace-", "branch-", "messages-", "truncate-", "fork-", "task-branch-", "artifact-digest", "artifact-idempotency", "ext-idempotency", "approval-idempotency", "skill-"},
-			func(p string) bool { return strings.HasPrefix(name, p) })
-		if mine && !rowed[f] {
-			t.Errorf("fault %s has no row in faults_ext_sessions_test.go", f)
-		}
 	}
 }

@@ -154,36 +154,6 @@ func TestReceiptVariantsPass(t *testing.T) {
 	}
 }
 
-// Every receipt fault of the reference Harness has a row here.
-func TestEveryReceiptFaultHasARow(t *testing.T) {
-	rows := map[refharness.Fault]bool{}
-	for _, tc := range receiptFaults {
-		rows[tc.Fault] = true
-	}
-	for _, tc := range receiptShouldFaults {
-		rows[tc.Fault] = true
-	}
-	for _, f := range refharness.AllFaults() {
-		if receiptFault(f) && !rows[f] {
-			t.Errorf("receipt fault %s has no row in faults_receipts_test.go", f)
-		}
-	}
-}
-
-func receiptFault(f refharness.Fault) bool {
-	switch f {
-	case refharness.FaultReceiptHashCorrupt, refharness.FaultReceiptChainBroken, refharness.FaultReceiptWrongKey,
-		refharness.FaultReceiptLeaksSecret, refharness.FaultReceiptRefDropped, refharness.FaultVerifyAlwaysValid,
-		refharness.FaultReceiptUnknownField, refharness.FaultRedactionWithoutProof, refharness.FaultReceiptEventNoID,
-		refharness.FaultReceiptWrongState, refharness.FaultReceiptWrongIDs, refharness.FaultReceiptWrongSubject,
-		refharness.FaultReceiptUpperHash, refharness.FaultEventLeaksSecret, refharness.FaultReceiptLeaksAPIKey,
-		refharness.FaultReceiptIDMismatch, refharness.FaultReceiptLeaksBearer,
-		refharness.FaultReceiptCostInconsistent, refharness.FaultReceiptDropsArtifacts, refharness.FaultReceiptSignsDigest:
-		return true
-	}
-	return false
-}
-
 // Legal receipt behaviour the reference Harness has no variant for, put in
 // front of it by a middleware (package wrapfault, by name): the Receipts
 // level must stay clean.
