@@ -2,15 +2,16 @@ package main
 
 // Proof runs: the suite at some levels against a served reference Harness.
 // They are most of this package's time, so they run on a pool of workers
-// of their own, wider than the -parallel limit of the tests that judge
-// them (which Ginkgo, linked in here, does not let a test binary raise).
-// In a run of the whole package TestMain queues every planned run before
-// the tests start; under -run, -skip or -short each proof test queues its
-// own when it starts. A proof test (a top-level parallel test that collects
-// its rows' runs in order) marks its runs urgent when it starts, as it
-// then holds a -parallel slot while it waits: the workers take urgent runs
-// first, whichever order the tests start in. Tests that ask for the same
-// run (the same target, levels and flags) share one.
+// of their own (proofWorkers), apart from the -parallel limit of the tests
+// that judge them (which TestMain lifts: raiseParallel). In a run of the
+// whole package TestMain queues every planned run before the tests start;
+// under -run, -skip or -short each proof test queues its own when it
+// starts, and under a -run naming rows (TestX/row) each row queues its run
+// when it asks for it. A proof test (a top-level parallel test that
+// collects its rows' runs in order) marks its runs urgent when it starts:
+// the workers take urgent runs first, whichever order the tests start in.
+// Tests that ask for the same run (the same target, levels and flags)
+// share one.
 
 import (
 	"flag"
@@ -92,6 +93,11 @@ func startProofs(t *testing.T) {
 	iter := proofs.iter[t.Name()]
 	if wholePackage() {
 		queueAllLocked(iter)
+	}
+	if strings.Contains(flagValue("test.run"), "/") {
+		// -run picks some rows of the test: each queues its own run when
+		// it asks for it (proof), and the rest of the plan is not run.
+		return
 	}
 	for _, j := range proofPlan[t.Name()]() {
 		queueLocked(lookupLocked(iter, j)).urgent = true

@@ -183,9 +183,12 @@ func drainStream(ctx context.Context, st *client.Stream, docs *privDocs, want in
 	}
 	wctx, done := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
 	defer done()
-	for range want {
+	for i := range want {
 		f, err := st.NextEvent(wctx)
 		if err != nil {
+			// Core judges the stream itself (CORE-SSE-*); here the report
+			// says how much of it the privacy checks saw.
+			suite.Note(fmt.Sprintf("%s: the stream ended after %d of the %d events the session lists (%v); the privacy checks read those %d frames", st.Response, i, want, err, i))
 			return
 		}
 		var doc any

@@ -290,6 +290,10 @@ func openStream(ctx context.Context, path, req string) (*client.Stream, <-chan c
 		defer close(done)
 		defer close(out)
 		for {
+			// The stream's end closes out, which the reader sees; whether
+			// the stream itself is sound (its ending, a frame that is no
+			// event) is Core's to judge (CORE-SSE-*), and this goroutine
+			// may outlive the spec, so it reports nothing itself.
 			f, err := s.NextEvent(sctx)
 			if err != nil {
 				return
