@@ -144,11 +144,17 @@ func TestTimeoutKeepsConnection(t *testing.T) {
 func TestServerClose(t *testing.T) {
 	url, _ := serve(t, func(ctx context.Context, c *websocket.Conn) {
 		_ = c.Write(ctx, websocket.MessageText, []byte("last"))
+		// The close waits for the client's go-ahead, so that the client's
+		// first CloseStatus is asked before any close frame can exist.
+		_, _, _ = c.Read(ctx)
 		_ = c.Close(websocket.StatusPolicyViolation, "token expired")
 	})
 	c := dial(t, url, auth)
 	if _, _, known := c.CloseStatus(); known {
-		t.Errorf("CloseStatus known before anything was read")
+		t.Errorf("CloseStatus known before the server closed")
+	}
+	if err := c.WriteJSON(context.Background(), map[string]string{"type": "go"}); err != nil {
+		t.Fatal(err)
 	}
 	// The message sent before the close frame is still delivered.
 	if m, err := next(t, c); err != nil || string(m.Data) != "last" {
