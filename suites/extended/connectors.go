@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -39,35 +38,7 @@ var _ = Describe("Connectors", func() {
 			}
 			created = hookConnector(ctx, newSession(ctx, ws, reqConnector), reqConnector)
 		}
-		items, list, err := listAll(ctx, "/v1/connectors", nil, reqConnector)
-		if list != nil {
-			suite.Must(reqConnector, offered(list, "the Connector resource (GET /v1/connectors)", http.StatusOK))
-		}
-		suite.Must(reqConnector, err)
-		if created != "" && !slices.Contains(ids(items), created) {
-			suite.Check(reqConnector, fmt.Errorf("GET /v1/connectors does not list connector %s, which the %s hook created (listed: %v)", created, capConnectors, ids(items)))
-		}
-		if len(items) == 0 && created == "" {
-			suite.Unverified("GET /v1/connectors lists no connector, so there is none to read",
-				"configure a connector the API key can see, or "+hookRemedy(capConnectors))
-		}
-		for _, c := range items {
-			suite.Check(reqConnector, connectorFields(c))
-		}
-		id := created
-		if id == "" {
-			id, _ = items[0]["id"].(string)
-		}
-		got := suite.Do(ctx, client.Request{Path: "/v1/connectors/" + client.Seg(id)}, reqConnector)
-		if suite.Check(reqConnector, check.Status(got, http.StatusOK)) {
-			m, err := object(got)
-			if suite.Check(reqConnector, err) {
-				if m["id"] != id {
-					suite.Check(reqConnector, fmt.Errorf("%s: id = %s, want %q", got, jsonText(m["id"]), id))
-				}
-				suite.Check(reqConnector, connectorFields(m))
-			}
-		}
+		readCollection(ctx, reqConnector, "connector", "Connector", "/v1/connectors", capConnectors, created, connectorFields)
 	})
 
 	It("deduplicates a redelivered provider delivery by a key derived from its delivery id", suite.Req(reqConnectorKey, reqConnectorDedupe, reqConnectorIdem), func(ctx SpecContext) {

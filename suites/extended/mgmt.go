@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -272,3 +273,41 @@ func jsonText(v any) string {
 // findSecrets is the receipt verifier's scan for credential material, on
 // any decoded JSON.
 var findSecrets = receipt.FindSecrets
+
+// readCollection checks a collection a client can only read (GET path and
+// GET path/{id}) for req: it is offered, lists the resource the test hook
+// cap created (created, "" without the hook), every listed item has the
+// fields fields wants, and one of them reads back by id. An empty list
+// with nothing created is unverified: there is nothing to read.
+func readCollection(ctx context.Context, req, kind, resource, path, cap, created string, fields func(map[string]any) error) {
+	GinkgoHelper()
+	items, list, err := listAll(ctx, path, nil, req)
+	if list != nil {
+		suite.Must(req, offered(list, fmt.Sprintf("the %s resource (GET %s)", resource, path), http.StatusOK))
+	}
+	suite.Must(req, err)
+	if created != "" && !slices.Contains(ids(items), created) {
+		suite.Check(req, fmt.Errorf("GET %s does not list %s %s, which the %s hook created (listed: %v)", path, kind, created, cap, ids(items)))
+	}
+	if len(items) == 0 && created == "" {
+		suite.Unverified(fmt.Sprintf("GET %s lists no %s, so there is none to read", path, kind),
+			fmt.Sprintf("configure a %s the API key can see, or %s", kind, hookRemedy(cap)))
+	}
+	for _, it := range items {
+		suite.Check(req, fields(it))
+	}
+	id := created
+	if id == "" {
+		id, _ = items[0]["id"].(string)
+	}
+	got := suite.Do(ctx, client.Request{Path: path + "/" + client.Seg(id)}, req)
+	if suite.Check(req, check.Status(got, http.StatusOK)) {
+		m, err := object(got)
+		if suite.Check(req, err) {
+			if m["id"] != id {
+				suite.Check(req, fmt.Errorf("%s: id = %s, want %q", got, jsonText(m["id"]), id))
+			}
+			suite.Check(req, fields(m))
+		}
+	}
+}

@@ -35,35 +35,7 @@ var _ = Describe("Quotas", func() {
 			// A soft, roomy tenant quota: it is there to be read, and limits nothing.
 			created = hookQuota(ctx, map[string]any{"scope": "tenant", "limits": map[string]any{"tasks": 1e9}, "usage": map[string]any{"tasks": 0}, "hard_limit": false}, reqQuota)
 		}
-		items, list, err := listAll(ctx, "/v1/quotas", nil, reqQuota)
-		if list != nil {
-			suite.Must(reqQuota, offered(list, "the Quota resource (GET /v1/quotas)", http.StatusOK))
-		}
-		suite.Must(reqQuota, err)
-		if created != "" && !slices.Contains(ids(items), created) {
-			suite.Check(reqQuota, fmt.Errorf("GET /v1/quotas does not list quota %s, which the %s hook created (listed: %v)", created, capQuotas, ids(items)))
-		}
-		if len(items) == 0 && created == "" {
-			suite.Unverified("GET /v1/quotas lists no quota, so there is none to read",
-				"configure a quota the API key can see, or "+hookRemedy(capQuotas))
-		}
-		for _, q := range items {
-			suite.Check(reqQuota, quotaFields(q))
-		}
-		id := created
-		if id == "" {
-			id, _ = items[0]["id"].(string)
-		}
-		got := suite.Do(ctx, client.Request{Path: "/v1/quotas/" + client.Seg(id)}, reqQuota)
-		if suite.Check(reqQuota, check.Status(got, http.StatusOK)) {
-			m, err := object(got)
-			if suite.Check(reqQuota, err) {
-				if m["id"] != id {
-					suite.Check(reqQuota, fmt.Errorf("%s: id = %s, want %q", got, jsonText(m["id"]), id))
-				}
-				suite.Check(reqQuota, quotaFields(m))
-			}
-		}
+		readCollection(ctx, reqQuota, "quota", "Quota", "/v1/quotas", capQuotas, created, quotaFields)
 	})
 
 	It("refuses work under an exhausted hard quota before any of it starts, and not before", suite.Req(reqQuotaBefore, reqQuotaPolicy), func(ctx SpecContext) {

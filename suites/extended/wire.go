@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -273,9 +274,18 @@ func localPath(u string) string {
 	return ""
 }
 
-// openStream opens an SSE stream and reads its events into a channel
-// until the spec ends.
-func openStream(ctx context.Context, path, req string) (*client.Stream, <-chan check.Event) {
+// feed is an open SSE stream's events, read into a channel until the spec
+// ends, and why the stream ended if it did.
+type feed struct {
+	evs  <-chan check.Event
+	mu   sync.Mutex
+	end  error // why reading stopped; set before evs closes
+	path string
+}
+
+// openStream opens an SSE stream and reads its events into a feed until
+// the spec ends.
+func openStream(ctx context.Context, path, req string) (*client.Stream, *feed) {
 	GinkgoHelper()
 	sctx, cancel := context.WithCancel(ctx)
 	s, err := suite.Client().Stream(sctx, client.Request{Path: path})
@@ -284,21 +294,24 @@ func openStream(ctx context.Context, path, req string) (*client.Stream, <-chan c
 		suite.Transport(err, req)
 	}
 	out := make(chan check.Event, 256)
+	f := &feed{evs: out, path: path}
 	done := make(chan struct{})
 	DeferCleanup(func() { cancel(); s.Close(); <-done })
 	go func() {
 		defer close(done)
 		defer close(out)
 		for {
-			// The stream's end closes out, which the reader sees; whether
-			// the stream itself is sound (its ending, a frame that is no
-			// event) is Core's to judge (CORE-SSE-*), and this goroutine
-			// may outlive the spec, so it reports nothing itself.
-			f, err := s.NextEvent(sctx)
+			fr, err := s.NextEvent(sctx)
 			if err != nil {
+				// The reader of the feed reports it (awaitFrame's why):
+				// this goroutine may outlive the spec. Frames that are no
+				// event are Core's to judge (CORE-SSE-*).
+				f.mu.Lock()
+				f.end = err
+				f.mu.Unlock()
 				return
 			}
-			if e, err := check.FrameEvent(path, f); err == nil {
+			if e, err := check.FrameEvent(path, fr); err == nil {
 				select {
 				case out <- e:
 				case <-sctx.Done():
@@ -307,26 +320,29 @@ func openStream(ctx context.Context, path, req string) (*client.Stream, <-chan c
 			}
 		}
 	}()
-	return s, out
+	return s, f
 }
 
-// awaitFrame reads evs until one satisfies want or --stream-timeout passes.
-func awaitFrame(ctx context.Context, evs <-chan check.Event, want func(check.Event) bool) (check.Event, bool) {
+// awaitFrame reads f until an event satisfies want, or says why none
+// came: --stream-timeout passed, or the stream ended (and how).
+func awaitFrame(ctx context.Context, f *feed, want func(check.Event) bool) (check.Event, string) {
 	t := time.NewTimer(suite.Env().Config.Timeouts.Stream)
 	defer t.Stop()
 	for {
 		select {
-		case e, ok := <-evs:
+		case e, ok := <-f.evs:
 			if !ok {
-				return check.Event{}, false
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return check.Event{}, fmt.Sprintf("the stream %s ended first (%v)", f.path, f.end)
 			}
 			if want(e) {
-				return e, true
+				return e, ""
 			}
 		case <-t.C:
-			return check.Event{}, false
+			return check.Event{}, fmt.Sprintf("none came on %s within --stream-timeout", f.path)
 		case <-ctx.Done():
-			return check.Event{}, false
+			return check.Event{}, fmt.Sprintf("the spec ended while waiting on %s", f.path)
 		}
 	}
 }
@@ -418,20 +434,20 @@ var _ = Describe("Transports", func() {
 		}
 		for _, st := range steps {
 			if st.wait != "" {
-				if _, ok := awaitFrame(ctx, evs, kindIs(st.wait)); !ok {
-					suite.Unverified(fmt.Sprintf("the stream %s delivered no %s within --stream-timeout, so %s cannot be sent while the task waits", path, st.wait, st.what),
+				if _, why := awaitFrame(ctx, evs, kindIs(st.wait)); why != "" {
+					suite.Unverified(fmt.Sprintf("no %s event: %s; so %s cannot be sent while the task waits", st.wait, why, st.what),
 						"stream a task's state events live (CORE-SSE-001) and run the scenario steps as docs/scenarios.md says")
 				}
-			} else if _, ok := awaitFrame(ctx, evs, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); !ok {
-				suite.Unverified(fmt.Sprintf("the stream %s showed no return to WORKING after the approval within --stream-timeout", path), "stream a task's state events live (CORE-SSE-001)")
+			} else if _, why := awaitFrame(ctx, evs, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); why != "" {
+				suite.Unverified(fmt.Sprintf("no return to WORKING after the approval: %s", why), "stream a task's state events live (CORE-SSE-001)")
 			}
 			resp := st.send()
 			if resp.Status/100 != 2 {
 				suite.Check(reqSSEOneWay, fmt.Errorf("%s sent over REST while the task's SSE stream is open: %s%s, want it accepted (SSE carries no client input; REST must)", st.what, resp, xHint(resp)))
 				return
 			}
-			if _, ok := awaitFrame(ctx, evs, kindIs(st.effect...)); !ok {
-				suite.Check(reqSSEOneWay, fmt.Errorf("%s was accepted (%s), but the open stream %s delivered no %v within --stream-timeout", st.what, resp, path, st.effect))
+			if _, why := awaitFrame(ctx, evs, kindIs(st.effect...)); why != "" {
+				suite.Check(reqSSEOneWay, fmt.Errorf("%s was accepted (%s), but the open stream showed no %v: %s", st.what, resp, st.effect, why))
 				return
 			}
 		}
