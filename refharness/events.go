@@ -270,16 +270,12 @@ func (s *Server) writeSSE(w http.ResponseWriter, fl http.Flusher, buf *bytes.Buf
 
 // frame writes one event as an SSE frame.
 func (s *Server) frame(buf *bytes.Buffer, e *Event) {
-	var data []byte
-	if p := e.wire.Load(); p != nil {
-		data = *p
-	} else {
-		b, err := s.render(e)
-		if err != nil {
-			return
-		}
-		data = bytes.TrimSpace(b)
-		e.wire.Store(&data)
+	data, err := s.wireJSON(e) // core.go
+	if err != nil {
+		return
+	}
+	if s.opts.Faults.Has(FaultSSEPayloadDrift) && e.Event == "agent.message" {
+		data = driftText(data)
 	}
 	if s.opts.Variants.Has(VariantKeepAliveEveryFrame) {
 		buf.WriteString(": keep-alive\n")
@@ -313,3 +309,22 @@ func (s *Server) frame(buf *bytes.Buffer, e *Event) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// driftText is FaultSSEPayloadDrift: the event's payload.text changed, on
+// the SSE wire only.
+func driftText(data []byte) []byte {
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	p, ok := m["payload"].(map[string]any)
+	if !ok {
+		return data
+	}
+	t, _ := p["text"].(string)
+	p["text"] = t + " (as the SSE stream tells it)"
+	if b, err := json.Marshal(m); err == nil {
+		return b
+	}
+	return data
+}

@@ -31,7 +31,10 @@ func (s *Server) discoveryDoc() map[string]any {
 		"current_version":    ProtocolVersion,
 		"supported_versions": []string{ProtocolVersion},
 		"capabilities": map[string]any{
-			"rest": true, "sse": true, "websocket": false, "receipts": true, "replay": false,
+			"rest": true, "sse": true, "receipts": true, "replay": false,
+			// The harn-ws.v1 profile (docs/websocket.md) is served when a
+			// WebSocket adapter is mounted (core.go, package wsadapter).
+			"websocket":               s.upgradeHandler() != nil,
 			VerifySubmittedCapability: true, // docs/receipts.md: verify checks a submitted copy
 			// The scenario contract of docs/scenarios.md: tasks obey metadata["conform.scenario"].
 			"conform.scenarios": scenario.Version,
@@ -109,10 +112,15 @@ func (s *Server) agentCard(base string) map[string]any {
 }
 
 func (s *Server) cardCapabilities() []string {
-	if s.opts.Variants.Has(VariantNoScenarioHook) {
-		return []string{"rest", "sse", "receipts"}
+	caps := []string{"rest", "sse"}
+	if s.upgradeHandler() != nil { // as discovery says (CORE-CARD-003)
+		caps = append(caps, "websocket")
 	}
-	return []string{"rest", "sse", "receipts", "conform.scenarios"}
+	caps = append(caps, "receipts")
+	if !s.opts.Variants.Has(VariantNoScenarioHook) {
+		caps = append(caps, "conform.scenarios")
+	}
+	return caps
 }
 
 func (s *Server) personaIDs() []string {

@@ -125,9 +125,12 @@ func init() {
 			return nil
 		},
 		FaultCardAdvertisesWebSocket: func(p *probeEnv) error {
+			// The global feed serves no WebSocket (with or without the
+			// adapter on the per-resource stream paths, core.go).
 			for _, it := range p.do("GET", "/v1/agent-card", nil).Body["harn_interfaces"].([]any) {
-				if t := it.(map[string]any)["transport"]; t != "rest" && t != "sse" {
-					return fmt.Errorf("the card advertises a %v interface the Harness does not implement", t)
+				m := it.(map[string]any)
+				if u, _ := m["url"].(string); m["transport"] == "websocket" && strings.HasSuffix(u, "/v1/events/stream") {
+					return fmt.Errorf("the card advertises a websocket interface on the global feed %s, which serves none", u)
 				}
 			}
 			return nil

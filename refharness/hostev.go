@@ -2,6 +2,7 @@ package refharness
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -111,16 +112,32 @@ func (s *Server) gateWrite(c *call, rt route) (*result, *apiError) {
 }
 
 // cardInterfaces are the transports the agent card advertises: REST and
-// SSE, the ones the Harness implements (EXT-TRANSPORT-002).
+// SSE, the ones the Harness serves at one URL each (EXT-TRANSPORT-002).
+// WebSocket, when mounted, is claimed by discovery's
+// capabilities.websocket instead: its URLs are the per-resource stream
+// paths, which no single interface URL names.
 func (s *Server) cardInterfaces(base string) []any {
 	its := []any{
 		map[string]any{"transport": "rest", "url": base + "/v1"},
 		map[string]any{"transport": "sse", "url": base + "/v1/events/stream"},
 	}
 	if s.opts.Faults.Has(FaultCardAdvertisesWebSocket) {
-		// The bug: a transport advertised that nothing serves (no upgrade
-		// is accepted on the stream paths).
+		// The bug: a transport advertised where nothing serves it. The
+		// global feed serves no WebSocket, whether or not the WebSocket
+		// adapter is mounted on the per-resource stream paths (core.go).
 		its = append(its, map[string]any{"transport": "websocket", "url": strings.Replace(base, "http", "ws", 1) + "/v1/events/stream"})
+	}
+	if s.opts.Faults.Has(FaultWSAdvertisesPlainRemote) {
+		// The bug (EXT-WS-002): a plain ws:// URL for a host that is no
+		// loopback address, so a client would send its credential in the
+		// clear. The card otherwise advertises no websocket interface:
+		// the profile's URLs are per resource, and discovery's
+		// capabilities.websocket claims them (docs/websocket.md 1.1).
+		prefix := ""
+		if u, err := url.Parse(base); err == nil {
+			prefix = u.Path
+		}
+		its = append(its, map[string]any{"transport": "websocket", "url": "ws://harness.example.com" + prefix + "/v1/sessions/{session_id}/events/stream"})
 	}
 	return its
 }

@@ -137,6 +137,7 @@ const (
 	FaultSequenceNotIncreasing      Fault = "sequence-not-increasing"       // per-resource event sequence repeats
 	FaultSSEWrongContentType        Fault = "sse-wrong-content-type"        // streams are served as text/plain
 	FaultSSEDataNotJSON             Fault = "sse-data-not-json"             // SSE data: is not a JSON Event
+	FaultSSEPayloadDrift            Fault = "sse-payload-drift"             // SSE frames carry agent.message events with payload.text changed (ids, kinds and order kept; REST and WebSocket unchanged): only transport parity (EXT-TRANSPORT-004) can see it
 	FaultOutcomeUsesTaskStatus      Fault = "outcome-uses-task-status"      // Outcome.status uses the task enum (COMPLETED) instead of SUCCEEDED
 	FaultMissingRequiredField       Fault = "missing-required-field"        // Task objects lack created_by
 	FaultIDsNotStable               Fault = "ids-not-stable"                // GET /v1/tasks/{id} answers with a different id each time
@@ -290,7 +291,7 @@ const (
 	FaultToolResultUnpaired           Fault = "tool-result-unpaired"                   // agent.tool_result names a tool call id other than its agent.tool_use's (a SHOULD)
 	FaultSpanUncorrelated             Fault = "span-uncorrelated"                      // a tool call's span events share no correlation id with its tool events (a MAY's condition)
 	FaultInputRefusedWhileStreaming   Fault = "input-refused-while-streaming"          // while a task's SSE stream is open, REST input and cancel for it are refused 423 resource_locked
-	FaultCardAdvertisesWebSocket      Fault = "card-advertises-websocket"              // the agent card lists a websocket interface the Harness does not implement
+	FaultCardAdvertisesWebSocket      Fault = "card-advertises-websocket"              // the agent card lists a websocket interface on the global feed /v1/events/stream, which serves no WebSocket
 	FaultLocalRuntimeMisshapen        Fault = "local-runtime-misshapen"                // GET /v1/runtime omits adapter and reports a negative session_count
 )
 
@@ -307,6 +308,32 @@ const (
 	FaultQuotaIgnoresPersona   Fault = "quota-ignores-persona"    // persona-scoped quotas are shown but not enforced on the tasks naming the persona
 )
 
+// WebSocket faults (package wsadapter, core.go, hostev.go), issue 11:
+// each breaks one EXT-WS requirement of the harn-ws.v1 profile
+// (docs/websocket.md). They act only where the adapter is mounted.
+const (
+	FaultWSUpgradeUnauthenticated Fault = "ws-upgrade-unauthenticated" // an upgrade with a wrong Authorization header, or a wrong credential in the auth frame, still gets ready and events
+	FaultWSAdvertisesPlainRemote  Fault = "ws-advertises-plain-remote" // the agent card lists a websocket interface with a ws:// URL on a non-loopback host
+	FaultWSBinaryEventFrames      Fault = "ws-binary-event-frames"     // event frames are sent as binary messages (same bytes)
+	FaultWSMessageNotAppended     Fault = "ws-message-not-appended"    // user_message answers 201 with a Message-shaped body, but nothing is appended
+	FaultWSCancelIgnored          Fault = "ws-cancel-ignored"          // cancel_task answers 200 with the task but does not cancel it
+	FaultWSTruncateKeepsAll       Fault = "ws-truncate-keeps-all"      // truncate_session answers 200 but keeps every turn and emits nothing
+	FaultWSEventFrameDiffers      Fault = "ws-event-frame-differs"     // event frames carry the Event with its payload emptied (event_id still right)
+	FaultWSNoInputRequest         Fault = "ws-no-input-request"        // no input_request frame when a task waits for input (authorization requests unchanged)
+	FaultWSApprovalAnswerIgnored  Fault = "ws-approval-answer-ignored" // an approval_response approved:true is answered result, and the tool call is denied
+	FaultWSResumeSkipsEvent       Fault = "ws-resume-skips-event"      // a delivery run from a cursor (connect or resume) skips the first event after it
+	FaultWSNoHeartbeat            Fault = "ws-no-heartbeat"            // no ping frames
+	FaultWSReplayedUnmarked       Fault = "ws-replayed-unmarked"       // frames delivered from history carry replayed:false
+	FaultWSIdempotencyIgnored     Fault = "ws-idempotency-ignored"     // a command's idempotency_key is ignored: a repeat acts twice
+)
+
+// WSFaults lists the WebSocket faults (AllFaults includes them).
+func WSFaults() []Fault {
+	return []Fault{FaultWSUpgradeUnauthenticated, FaultWSAdvertisesPlainRemote, FaultWSBinaryEventFrames, FaultWSMessageNotAppended,
+		FaultWSCancelIgnored, FaultWSTruncateKeepsAll, FaultWSEventFrameDiffers, FaultWSNoInputRequest, FaultWSApprovalAnswerIgnored,
+		FaultWSResumeSkipsEvent, FaultWSNoHeartbeat, FaultWSReplayedUnmarked, FaultWSIdempotencyIgnored}
+}
+
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
 	return []Fault{
@@ -318,7 +345,7 @@ func AllFaults() []Fault {
 		FaultWrongCreateStatus, FaultErrorWithoutEnvelope, FaultWrongErrorType, FaultNotFoundAs400,
 		FaultNoParamOnBadRequest, FaultNo413, FaultLimitIgnored, FaultPaginationRepeats,
 		FaultNonUTCTimestamps, FaultWrongObjectField, FaultSequenceNotIncreasing,
-		FaultSSEWrongContentType, FaultSSEDataNotJSON, FaultOutcomeUsesTaskStatus,
+		FaultSSEWrongContentType, FaultSSEDataNotJSON, FaultSSEPayloadDrift, FaultOutcomeUsesTaskStatus,
 		FaultMissingRequiredField, FaultIDsNotStable, FaultUnknownRouteNot404, FaultEventsRepeatOnRange,
 		FaultPublicNeedsVersion, FaultAcceptMalformedAuth, FaultSessionNoMetadata, FaultSessionNoTranscript,
 		FaultPartNoVisibility, FaultArtifactSHAPrefixed, FaultOutcomeNotListed, FaultMessageNotReadable,
@@ -350,6 +377,9 @@ func AllFaults() []Fault {
 		FaultAuthzActorNotBound, FaultAuthzRefusalEchoesCredential, FaultAuthzReadOnlyWrites,
 		FaultPrivMarkedPublic, FaultPrivReceiptOnlyServed, FaultPrivInternalInEvent, FaultPrivSecretInPart,
 		FaultPrivReasoningExposed, FaultPrivRedactionDeletes, FaultPrivRedactionSilent, FaultQuotaIgnoresPersona,
+		FaultWSUpgradeUnauthenticated, FaultWSAdvertisesPlainRemote, FaultWSBinaryEventFrames, FaultWSMessageNotAppended,
+		FaultWSCancelIgnored, FaultWSTruncateKeepsAll, FaultWSEventFrameDiffers, FaultWSNoInputRequest, FaultWSApprovalAnswerIgnored,
+		FaultWSResumeSkipsEvent, FaultWSNoHeartbeat, FaultWSReplayedUnmarked, FaultWSIdempotencyIgnored,
 	}
 }
 

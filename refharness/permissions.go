@@ -55,10 +55,18 @@ type permState struct {
 	// streams counts open SSE streams by task id: runtime state, not part
 	// of the projection (FaultInputRefusedWhileStreaming, hostev.go).
 	streams map[string]int
+	// openedBy and opens link a request to the task.auth_required event
+	// of the same commit, the Event that opened the wait (core.go: a
+	// transport's request frames name it); toolInput is the input of the
+	// tool call a tool approval waits on (from its tool.requested event).
+	openedBy  map[string]string // request id -> event id
+	opens     map[string]string // event id -> request id
+	toolInput map[string]any    // request id -> tool call input
 }
 
 func newPermState() permState {
-	return permState{reqs: newTable[PermissionRequest](), byTask: map[string][]string{}, files: map[string]map[string]*WorkspaceFile{}, streams: map[string]int{}}
+	return permState{reqs: newTable[PermissionRequest](), byTask: map[string][]string{}, files: map[string]map[string]*WorkspaceFile{}, streams: map[string]int{},
+		openedBy: map[string]string{}, opens: map[string]string{}, toolInput: map[string]any{}}
 }
 
 func (p *permState) apply(c *commit) {
@@ -71,8 +79,26 @@ func (p *permState) apply(c *commit) {
 	for _, pr := range c.Perms {
 		if _, ok := p.reqs.rows[pr.ID]; !ok && pr.TaskID != nil {
 			p.byTask[*pr.TaskID] = append(p.byTask[*pr.TaskID], pr.ID)
+			p.linkOpening(pr, c.Events)
 		}
 		p.reqs.put(pr.ID, pr)
+	}
+}
+
+// linkOpening records which event of its commit opened the new request pr.
+func (p *permState) linkOpening(pr *PermissionRequest, evs []*Event) {
+	action, _ := pr.Action.(map[string]any)
+	call, _ := action["tool_call_id"].(string)
+	for _, e := range evs {
+		if e.TaskID == nil || *e.TaskID != *pr.TaskID {
+			continue
+		}
+		switch {
+		case e.Event == "task.auth_required":
+			p.openedBy[pr.ID], p.opens[e.ID] = e.ID, pr.ID
+		case e.Event == "tool.requested" && call != "" && e.Payload["tool_call_id"] == call:
+			p.toolInput[pr.ID] = e.Payload["input"]
+		}
 	}
 }
 

@@ -259,6 +259,9 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		}
 	}
 	e = s.gateLocked(c, rt) // authz.go
+	if e == nil {
+		e = s.answersLocked(r) // core.go: a transport's answer to a request that is no longer pending
+	}
 	var res *result
 	if e == nil {
 		res, e = s.gateWrite(c, rt) // rt.write, but for a fault's refusal (hostev.go)

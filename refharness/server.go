@@ -45,6 +45,7 @@ type Server struct {
 	// idemWrites counts keyed writes, to pace pruning of expired records.
 	idemWrites int
 	table      []route
+	upgrade    upgrader   // a mounted transport adapter (core.go)
 	rkey       signingKey // signs receipts (receipts_api.go)
 	okey       signingKey // signs OAuth2 access tokens (oauth.go)
 
@@ -327,6 +328,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if path != "/" {
 		path = strings.TrimSuffix(path, "/")
+	}
+	if h := s.upgradeHandler(); h != nil && IsUpgrade(r) {
+		// A WebSocket upgrade on a per-resource stream path goes to the
+		// mounted adapter (core.go) before the version and credential
+		// checks: a browser's upgrade carries neither header.
+		if _, ok := StreamResource(path); ok {
+			h.ServeHTTP(w, r)
+			return
+		}
 	}
 	if path == "/v1" || path == "/v1/agent-card" {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

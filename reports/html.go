@@ -158,7 +158,7 @@ seed {{.R.Seed}} · {{printf "%.1f" .Seconds}} s · started {{.R.StartedAt}} · 
 {{if .X.RequestBody}}<p class="muted">request body:</p><pre>{{.X.RequestBody}}</pre>{{end}}
 {{if .X.Status}}<p class="muted">response headers:</p><pre>{{.ResponseHeader}}</pre>
 <p class="muted">response body{{if .X.BodyTruncated}} (truncated){{end}}:</p><pre>{{.X.ResponseBody}}</pre>{{end}}
-{{if .X.Frames}}<p class="muted">frames{{if .X.FramesDropped}} ({{.X.FramesDropped}} more dropped){{end}}:</p><pre>{{join .X.Frames "\n"}}</pre>{{end}}
+{{if .X.Frames}}<p class="muted">frames{{if eq .X.Kind "websocket"}} (&gt; sent by conform, &lt; sent by the server){{end}}{{if .X.FramesDropped}} ({{.X.FramesDropped}} more dropped){{end}}:</p><pre>{{join .X.Frames "\n"}}</pre>{{end}}
 </details>
 {{end}}</details>
 {{end}}{{end}}

@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -27,15 +29,52 @@ import (
 var durabilityReqs = []string{"CORE-DUR-001", "CORE-DUR-002"}
 
 // freeAddr picks a loopback address that is free now; the target must keep
-// its port across the restart, so it cannot be :0.
+// its port across the restart (or start after a client began waiting for
+// it), so it cannot be :0. The port comes from below the kernel's
+// ephemeral range: every other listener of these tests binds :0 and every
+// client connection takes its local port from that range, so none of them
+// can take this port between now and the moment the target binds it (a
+// port freed from :0 once went to a proof harness that answered the
+// waiting client 404). Ports handed out in this process are not reused.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := ephemeralLow()
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		if freePorts.used[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken by something else on the machine
+		}
+		ln.Close()
+		freePorts.used[port] = true
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatalf("no free loopback port in 10000..%d after 200 tries", low)
+	return ""
+}
+
+var freePorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default when it cannot be read).
+func ephemeralLow() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
+	}
+	return low
 }
 
 // restartableServe starts `conform serve` (durable with a data directory,

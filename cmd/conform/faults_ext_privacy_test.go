@@ -8,11 +8,9 @@ package main
 // fails: what needs the hook is unverified, with a remedy naming it.
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
-	"github.com/harn-conform/conform/reports"
 )
 
 var extPrivacyFaults = []faultCase{
@@ -33,9 +31,7 @@ var extPrivacyFaults = []faultCase{
 var extPrivacyReqs = []string{"EXT-PRIV-001", "EXT-PRIV-002", "EXT-PRIV-003", "EXT-PRIV-004", "EXT-PERSONA-005"}
 
 func init() {
-	planProofs("TestExtPrivacyCleanAndHookless", func() []proofJob {
-		return []proofJob{{spec: targetSpec{}, levels: "extended"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
-	})
+	planProofs("TestExtPrivacyCleanAndHookless", cleanAndHooklessJobs)
 }
 
 // The clean harness passes every requirement of these areas; without the
@@ -47,29 +43,5 @@ func TestExtPrivacyCleanAndHookless(t *testing.T) {
 	}
 	startProofs(t)
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		spec targetSpec
-	}{{"clean", targetSpec{}}, {"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook)}} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, r, _ := proof(t, tc.name, tc.spec, "extended")
-			got := map[string]reports.ReqResult{}
-			for _, q := range r.Requirements {
-				got[q.ID] = q
-			}
-			for _, id := range extPrivacyReqs {
-				q, ok := got[id]
-				switch {
-				case !ok:
-					t.Errorf("%s: %s has no verdict", tc.name, id)
-				case tc.name == "no-scenario-hook":
-					if q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "docs/scenarios.md") {
-						t.Errorf("%s: %s is %s (%s; remedy %q), want unverified with a remedy naming the hook", tc.name, id, q.Verdict, q.Message, q.Remedy)
-					}
-				case q.Verdict != reports.Pass:
-					t.Errorf("%s: %s is %s, want pass: %s", tc.name, id, q.Verdict, q.Message)
-				}
-			}
-		})
-	}
+	assertCleanAndHookless(t, extPrivacyReqs, extPrivacyReqs, "docs/scenarios.md")
 }

@@ -9,17 +9,19 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
 )
 
 // extendedFaultTables are the Extended fault rows, one table per file.
-var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults, extAuthzFaults, extHostFaults, extPrivacyFaults}
+var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults, extAuthzFaults, extHostFaults, extPrivacyFaults, extWSFaults}
 
 // extendedShouldFaults are the Extended rows that break a SHOULD (or a
 // MAY's condition).
-var extendedShouldFaults = slices.Concat(extSessionShouldFaults, extResourceShouldFaults, extHostShouldFaults)
+var extendedShouldFaults = slices.Concat(extSessionShouldFaults, extResourceShouldFaults, extHostShouldFaults, extWSShouldFaults)
 
 func init() {
 	planProofs("TestExtendedFaultsCaught", func() []proofJob {
@@ -62,6 +64,49 @@ func TestExtendedShouldFaultsWarn(t *testing.T) {
 	for _, tc := range extendedShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
 			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", tc.Warns)
+		})
+	}
+}
+
+// cleanAndHooklessJobs are the two Extended runs an area's clean and
+// hook-less test collects: the clean harness, and one hiding the scenario
+// hook as a third-party server would.
+func cleanAndHooklessJobs() []proofJob {
+	return []proofJob{{spec: targetSpec{}, levels: "extended"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "extended"}}
+}
+
+// assertCleanAndHookless judges a group of areas in those two runs: every
+// requirement of reqs has a verdict; on the clean harness each passes;
+// without the hook those of hooked are unverified with a remedy (naming
+// remedyNames, when given) and the others still pass. Neither run fails,
+// errs or warns any of them.
+func assertCleanAndHookless(t *testing.T, reqs, hooked []string, remedyNames string) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		spec targetSpec
+	}{{"clean", targetSpec{}}, {"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, _ := proof(t, tc.name, tc.spec, "extended")
+			got := map[string]reports.ReqResult{}
+			for _, q := range r.Requirements {
+				got[q.ID] = q
+			}
+			for _, id := range reqs {
+				q, ok := got[id]
+				want := reports.Pass
+				if tc.name == "no-scenario-hook" && slices.Contains(hooked, id) {
+					want = reports.Unverified
+				}
+				switch {
+				case !ok:
+					t.Errorf("%s: %s has no verdict", tc.name, id)
+				case q.Verdict != want:
+					t.Errorf("%s: %s is %s, want %s: %s", tc.name, id, q.Verdict, want, q.Message)
+				case want == reports.Unverified && (q.Remedy == "" || !strings.Contains(q.Remedy, remedyNames)):
+					t.Errorf("%s: %s is unverified with remedy %q, want one naming %q", tc.name, id, q.Remedy, remedyNames)
+				}
+			}
 		})
 	}
 }

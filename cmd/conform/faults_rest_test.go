@@ -141,7 +141,7 @@ var restWrapShouldFaults = []struct {
 	{"bare-a2a-card", "CORE-CARD-002"},
 	// docs/interpretations.md#a2a-card: the A2A card declares how to authenticate.
 	{"a2a-card-without-security", "CORE-CARD-002"},
-	{"card-claims-websocket", "CORE-CARD-003"},
+	{"card-claims-replay", "CORE-CARD-003"},
 }
 
 func TestRESTWrappedShouldFaultsWarn(t *testing.T) {

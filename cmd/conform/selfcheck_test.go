@@ -502,7 +502,7 @@ func messages(r *reports.Report, ids []string) string {
 // that exists.
 func TestEveryWrapHasARow(t *testing.T) {
 	used := map[string]int{"receipt-policy-optional": 1, "keeps-waiting": 1} // TestReceiptPolicyOptional, TestDurabilityRecoveredAsWaiting
-	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults} {
+	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults, extWSWrapFaults} {
 		for _, r := range rows {
 			used[r.Name]++
 		}

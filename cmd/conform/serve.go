@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/wsadapter"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -23,6 +24,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	data := fs.String("data", "", "`DIR` for the durable event log and a generated API key (empty: in memory, lost at exit)")
 	keyFile := fs.String("api-key-file", "", "`FILE` whose first line is the API key of actor actor_default (else env CONFORM_SERVE_API_KEY, else a generated key: kept in DIR/"+serveKeyFile+" with --data, printed to stderr without)")
 	actorFiles := actorFlags(fs) // serve_actors.go
+	wsHeartbeat := fs.Duration("ws-heartbeat", wsadapter.DefaultHeartbeatInterval, "`INTERVAL` of the WebSocket ping frames (harn-ws.v1, at most 30s); a short one lets a suite see a ping quickly")
+	wsAuthTimeout := fs.Duration("ws-auth-timeout", 10*time.Second, "`DURATION` a WebSocket upgrade without Authorization waits for its auth frame (harn-ws.v1, at most 10s); a short one lets a suite check the deadline quickly")
 	var variants, faults names
 	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
 	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
@@ -55,11 +58,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err := addActors(&opts, *data, actorFiles, os.Getenv, stderr); err != nil {
 		return 2, err
 	}
+	if *wsHeartbeat <= 0 || *wsHeartbeat > 30*time.Second {
+		return 2, usageError{msg: fmt.Sprintf("--ws-heartbeat %s: want an interval in (0, 30s]", *wsHeartbeat), usage: flagUsage(fs)}
+	}
+	if *wsAuthTimeout <= 0 || *wsAuthTimeout > 10*time.Second {
+		return 2, usageError{msg: fmt.Sprintf("--ws-auth-timeout %s: want a duration in (0, 10s]", *wsAuthTimeout), usage: flagUsage(fs)}
+	}
 	h, err := refharness.New(opts)
 	if err != nil {
 		return 2, err
 	}
 	defer h.Close()
+	// The WebSocket transport (harn-ws.v1) on the stream paths.
+	wsadapter.Mount(h, wsadapter.Options{HeartbeatInterval: *wsHeartbeat, AuthTimeout: *wsAuthTimeout})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return 2, fmt.Errorf("--addr: %w", err)

@@ -113,7 +113,9 @@ func (c *Client) WithRecorder(r *Recorder) *Client {
 // Traffic is one exchange as an Observer sees it: what the suite sent and
 // what came back, before any check looked at it.
 type Traffic struct {
-	Kind   string // "http" (Do), "sse" (Stream) or "websocket" (DialWS)
+	// Kind is "http" (Do), "sse" (Stream), "websocket" (an upgrade: DialWS,
+	// OpenWS) or KindWSFrame (the data of one received WebSocket frame).
+	Kind   string
 	Method string
 	// Path is Request.Path: below the protocol root (the base URL's prefix
 	// is not in it), escaped as sent, without the query.
@@ -133,17 +135,28 @@ type Traffic struct {
 	// Options.MaxBodyBytes, not cut for the report). For a stream it is nil
 	// (the events are not part of the exchange), except for an answer that
 	// was not an event stream, whose bounded sample it holds. For a
-	// WebSocket upgrade it is nil. Bodies are not redacted: whoever prints
+	// accepted WebSocket upgrade it is nil; a refused one's holds at most
+	// its first 1 KiB. Bodies are not redacted: whoever prints
 	// them redacts, as the suite does for every message.
 	ResponseBody []byte
 	Truncated    bool // the body was longer than the cap and was cut
+	// Component and Label are set for KindWSFrame: ResponseBody is frame
+	// data that no operation describes (the Event of a harn-ws.v1 event
+	// frame), to be judged against this component schema of the document;
+	// Label names the frame ("GET /v1/tasks/t1/stream frame 3"). Method and
+	// Path are then the upgrade's; there is no request to judge.
+	Component, Label string
 }
+
+// KindWSFrame is the Traffic kind of one received WebSocket frame's data.
+const KindWSFrame = "websocket-frame"
 
 // BodyRead reports whether ResponseBody is the body the target sent (or its
 // bounded prefix, see Truncated), as opposed to a body the client did not
-// read: an event stream's, or a WebSocket upgrade's.
+// read: an event stream's, or an accepted WebSocket upgrade's. A refused
+// upgrade's body is read (at most 1 KiB, Truncated when cut).
 func (t Traffic) BodyRead() bool {
-	return t.Kind == "http" || (t.Kind == "sse" && t.ResponseBody != nil)
+	return t.Kind == "http" || ((t.Kind == "sse" || t.Kind == "websocket") && t.ResponseBody != nil)
 }
 
 // Observer sees every completed exchange of a client made WithObserver. It

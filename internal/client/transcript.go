@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -35,6 +36,12 @@ type Exchange struct {
 	Started        time.Time           `json:"started"`
 	DurationMS     float64             `json:"duration_ms"`
 	Curl           string              `json:"curl,omitempty"`
+
+	// tail holds a WebSocket session's latest frames past its first
+	// wsHead (a ring, next is where the next one goes), so that a
+	// transcript shows how a long session began and how it ended.
+	tail []string
+	next int
 }
 
 // Recorder collects one spec's exchanges. A nil *Recorder records nothing.
@@ -73,8 +80,44 @@ func (r *Recorder) Exchanges() ([]Exchange, int) {
 	for i, e := range r.ex {
 		out[i] = *e
 		out[i].Frames = append([]string(nil), e.Frames...)
+		if len(e.tail) > 0 {
+			if e.FramesDropped > 0 {
+				out[i].Frames = append(out[i].Frames, fmt.Sprintf("… %d frames not shown …", e.FramesDropped))
+			}
+			out[i].Frames = append(out[i].Frames, e.tail[e.next:]...)
+			out[i].Frames = append(out[i].Frames, e.tail[:e.next]...)
+		}
+		out[i].tail, out[i].next = nil, 0
 	}
 	return out, r.dropped
+}
+
+// wsHead and wsTail split a WebSocket session's recorded frames: its first
+// wsHead and its last wsTail are kept, the ones between only counted.
+const (
+	wsHead = maxFramesPerExch / 2
+	wsTail = maxFramesPerExch - wsHead
+)
+
+// addWSFrame records one frame of a WebSocket session (direction mark
+// included): the first wsHead, then the latest wsTail.
+func (r *Recorder) addWSFrame(e *Exchange, raw string) {
+	if r == nil || e == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	raw = bound(raw, maxFrameInReport)
+	switch {
+	case len(e.Frames) < wsHead:
+		e.Frames = append(e.Frames, raw)
+	case len(e.tail) < wsTail:
+		e.tail = append(e.tail, raw)
+	default:
+		e.tail[e.next] = raw
+		e.next = (e.next + 1) % wsTail
+		e.FramesDropped++
+	}
 }
 
 func (r *Recorder) addFrame(e *Exchange, raw string) {

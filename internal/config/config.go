@@ -89,6 +89,11 @@ type Config struct {
 	// unverified.
 	SecondAPIKey, SecondAPIKeyFile     string
 	ReadOnlyAPIKey, ReadOnlyAPIKeyFile string
+	// WSTrustedDev is the operator's statement that the target is a
+	// trusted development deployment, where WebSocket over plain ws:// to a
+	// host other than loopback is acceptable (EXT-WS-002,
+	// docs/websocket.md section 1.1). It is never inferred.
+	WSTrustedDev bool
 }
 
 // OAuth configures how the run gets OAuth2 access tokens from the target's
@@ -274,6 +279,22 @@ var settings = []setting{
 		get: func(c *Config) string { return c.JUnit }},
 	durationSetting("restart_timeout", "limit on the restart command, and then on the target answering GET /v1 again", func(c *Config) *time.Duration { return &c.Timeouts.Restart }, time.Second, time.Hour),
 
+	{key: "ws_trusted_dev", kind: "bool", help: "true: the target is a trusted development deployment, so WebSocket over plain ws:// to a host other than loopback is acceptable (EXT-WS-002); otherwise the suite sends no credential over ws:// to such a host and its WebSocket checks are unverified",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			c.WSTrustedDev = b
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.WSTrustedDev {
+				return "true"
+			}
+			return ""
+		}},
+
 	// OAuth2 client credentials (Extended level, docs/oauth.md).
 	stringSetting("oauth_token_url", "url", "OAuth2 token endpoint of the target (client credentials, RFC 6749 §4.4); unset: the one the agent card advertises in a2a_card.securitySchemes, if it is on the target's own origin", func(c *Config) *string { return &c.OAuth.TokenURL }),
 	stringSetting("oauth_client_id", "id", "OAuth2 client id for the client-credentials checks (the secret comes from CONFORM_OAUTH_CLIENT_SECRET or --oauth-client-secret-file)", func(c *Config) *string { return &c.OAuth.ClientID }),
@@ -339,7 +360,7 @@ type Setting struct {
 }
 
 // Kinds are the value types a Setting's Kind names, as -h shows them.
-var Kinds = []string{"duration", "int", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "string"}
+var Kinds = []string{"duration", "int", "bool", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "string"}
 
 // Settings lists every knob.
 func Settings() []Setting {

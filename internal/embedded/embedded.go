@@ -16,7 +16,20 @@ import (
 	"time"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/wsadapter"
 )
+
+// HeartbeatInterval is the embedded harness's WebSocket ping interval:
+// short, so a suite's heartbeat check (EXT-WS-011), which waits for two
+// pings, takes half a second.
+const HeartbeatInterval = 250 * time.Millisecond
+
+// AuthTimeout is how long the embedded harness waits for a browser-style
+// client's auth frame (the profile allows up to 10 s): short, so that the
+// suite's check of the deadline costs a selftest a second, not 10 (and
+// still ample for a client on a loaded machine that sends its auth frame
+// right after the upgrade).
+const AuthTimeout = time.Second
 
 // Harness is a running in-process reference Harness.
 type Harness struct {
@@ -81,6 +94,9 @@ func (l *Harness) startLocked() error {
 	if err != nil {
 		return fmt.Errorf("reference harness: %w", err)
 	}
+	// The WebSocket transport (harn-ws.v1), with a short heartbeat so that
+	// a suite run sees a ping frame without waiting the default 15 s.
+	wsadapter.Mount(h, wsadapter.Options{HeartbeatInterval: HeartbeatInterval, AuthTimeout: AuthTimeout})
 	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
 		h.Close()

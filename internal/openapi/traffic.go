@@ -11,8 +11,13 @@ import "github.com/harn-conform/conform/internal/client"
 //     a WebSocket upgrade's, see Traffic.BodyRead, and not one cut at the
 //     client's size cap).
 //
-// So a probe's answer is still judged, normally as an error envelope.
+// So a probe's answer is still judged, normally as an error envelope. A
+// frame's data (Traffic.Component set: the Event of a WebSocket event
+// frame) is judged against that component alone (ValidateComponent).
 func (d *Doc) ValidateTraffic(t client.Traffic) []Violation {
+	if t.Component != "" {
+		return d.ValidateComponent(t.Component, t.Label, t.ResponseBody)
+	}
 	var out []Violation
 	if t.Probe == "" {
 		out = append(out, d.ValidateRequest(t.Method, t.Path, t.Query, t.RequestHeader, t.RequestBody)...)

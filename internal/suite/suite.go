@@ -90,6 +90,8 @@ type specState struct {
 	mu       sync.Mutex
 	traffic  []client.Traffic // every exchange, for the OpenAPI oracle at the spec's end
 	unjudged int              // exchanges past maxTraffic, which the oracle did not see
+
+	atEnd []func() // AtSpecEnd's, run last first
 }
 
 // maxTraffic bounds what one spec keeps for the oracle.
@@ -126,6 +128,13 @@ var _ = AfterEach(func() {
 	st := current.Load()
 	if st == nil {
 		return
+	}
+	st.mu.Lock()
+	atEnd := st.atEnd
+	st.atEnd = nil
+	st.mu.Unlock()
+	for i := len(atEnd) - 1; i >= 0; i-- {
+		atEnd[i]()
 	}
 	judgeTraffic(st)
 	ex, dropped := st.rec.Exchanges()
@@ -168,6 +177,23 @@ func failureText(vs []evidence.Verdict) string {
 		msgs = append(msgs, v.Req+": "+v.Message)
 	}
 	return strings.Join(msgs, "\n")
+}
+
+// AtSpecEnd registers f to run when the current spec ends, however it ends
+// (passed, failed, unverified), before its exchanges are judged and its
+// transcript is kept: for judgements over everything a spec saw, such as
+// every frame of a WebSocket session, that must not be lost when the spec
+// stopped early. f may record verdicts with Check, Should, NothingToCheck
+// or Note, but must not end the spec (Must, Unverified, Fail): it runs in
+// an AfterEach. Functions run last registered first.
+func AtSpecEnd(f func()) {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.atEnd = append(st.atEnd, f)
+	st.mu.Unlock()
 }
 
 // Offline marks a spec that checks fixtures or the suite's own verifiers
@@ -566,6 +592,10 @@ func NotApplicableTo(req, reason string) {
 	recordMsg(req, evidence.VerdictNotApplicable, Env().Redactor.String(reason), "")
 }
 
+// ReqWSEventFrame is the requirement an event frame's Event is judged
+// under: the full Event, as the REST event list holds it.
+const ReqWSEventFrame = "EXT-WS-007"
+
 // judgeTraffic runs the OpenAPI oracle over every exchange of the spec:
 // each response against its operation's declared schemas, each request the
 // suite sent against its operation. A response that breaks the document
@@ -620,6 +650,13 @@ func judgeTraffic(st *specState) {
 	for _, t := range traffic {
 		retry := keyOf(t) != "" && keyUses[keyOf(t)] > 1
 		for _, v := range doc.ValidateTraffic(t) {
+			if t.Kind == client.KindWSFrame && v.Kind == openapi.KindResponse && v.Req != "" {
+				// The Event of a WebSocket event frame is the REST copy
+				// (docs/websocket.md): one that breaks the Event
+				// component breaks the frame's requirement; the REST
+				// list's own copy is Core's to judge.
+				v.Req = ReqWSEventFrame
+			}
 			if retry && t.Status == http.StatusOK && v.UndeclaredSuccess {
 				continue
 			}

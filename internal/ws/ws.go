@@ -33,6 +33,10 @@ type Options struct {
 	MaxMessageBytes int64        // 0 = 4 MiB; a larger message fails Next and closes with 1009
 	Subprotocols    []string     // offered in Sec-WebSocket-Protocol
 	HTTPClient      *http.Client // nil = http.DefaultClient
+	// OnPing, when set, is called (on the reader goroutine, so it must be
+	// quick) each time the server sends an RFC 6455 Ping control frame, after
+	// Pings counts it: a heartbeat check waits on it instead of polling.
+	OnPing func()
 }
 
 // queued is how many received messages wait for Next before the reader stops
@@ -73,6 +77,9 @@ func Dial(ctx context.Context, url string, opts Options) (*Conn, *http.Response,
 		Subprotocols: opts.Subprotocols,
 		OnPingReceived: func(context.Context, []byte) bool {
 			c.pings.Add(1)
+			if opts.OnPing != nil {
+				opts.OnPing()
+			}
 			return true // answer with a pong, as any client must
 		},
 	})
@@ -223,6 +230,18 @@ func (c *Conn) Close(code websocket.StatusCode, reason string) error {
 		}
 	})
 	return c.closeErr
+}
+
+// Drop ends the connection at once, without the close handshake, as a
+// broken network would (a client testing resume drops it this way), and
+// returns once the reader goroutine has stopped. Later Close calls do
+// nothing.
+func (c *Conn) Drop() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.conn.CloseNow()
+		<-c.exited
+	})
 }
 
 // CloseStatus returns the status code and reason of the server's close frame,

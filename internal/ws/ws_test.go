@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +370,48 @@ func TestWriteBinaryAndText(t *testing.T) {
 	}
 	if err := c.WriteJSON(ctx, func() {}); err == nil {
 		t.Errorf("WriteJSON of a func = nil error, want an encoding error")
+	}
+}
+
+// OnPing is told of each server Ping before the Pong goes back, and Drop
+// ends the connection with no close handshake, as a broken network would.
+func TestOnPingAndDrop(t *testing.T) {
+	serverRead := make(chan error, 1)
+	pinged := make(chan error, 1)
+	url, done := serve(t, func(ctx context.Context, c *websocket.Conn) {
+		go func() {
+			_, _, err := c.Read(ctx) // reads the pong, then waits for the client's end
+			serverRead <- err
+		}()
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		pinged <- c.Ping(pctx)
+		<-serverRead
+	})
+	var calls atomic.Int32
+	opts := auth
+	opts.OnPing = func() { calls.Add(1) }
+	c := dial(t, url, opts)
+	select {
+	case err := <-pinged:
+		if err != nil {
+			t.Fatalf("server ping: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's ping was not answered")
+	}
+	if n := calls.Load(); n != 1 || c.Pings() != 1 {
+		t.Errorf("OnPing called %d times, Pings() = %d; want 1 each", n, c.Pings())
+	}
+	c.Drop()
+	wait(t, done, "the server's handler")
+	if _, err := next(t, c); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Next after Drop = %v, want net.ErrClosed", err)
+	}
+	if _, _, known := c.CloseStatus(); known {
+		t.Error("a close status was recorded, but no close frame was exchanged")
+	}
+	if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Errorf("Close after Drop = %v, want nil (it does nothing)", err)
 	}
 }

@@ -83,10 +83,12 @@ func init() {
 				}
 			}
 		}),
-		"card-claims-websocket": rewriting(func(r *http.Request, v any) {
+		// The card claims replay, which discovery flags false (the
+		// reference Harness has no replay yet: issue 12).
+		"card-claims-replay": rewriting(func(r *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
 				caps, _ := m["capabilities"].([]any)
-				m["capabilities"] = append(caps, "websocket")
+				m["capabilities"] = append(caps, "replay")
 			}
 		}),
 		"failure-hidden": rewriting(func(_ *http.Request, v any) {

@@ -1,0 +1,441 @@
+package extended
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// The WebSocket profile harn-ws.v1 (docs/websocket.md), part 1: the
+// connection (EXT-WS-001, -002), framing (EXT-WS-003), event frames
+// (EXT-WS-007) and heartbeats (EXT-WS-011). Commands are in
+// websocket_commands.go, requests, resume and the replayed marker in
+// websocket_resume.go; how sessions are opened and their frames judged,
+// in wsconn.go.
+
+// refusal is how a connection attempt must be refused.
+type refusal struct {
+	status int    // the error's HTTP status (401, 426, 410)
+	code   string // its error code
+	close  int    // the close code after an error frame (4401, 4426, 4410)
+	http   bool   // a refusal of the upgrade itself (that status) is acceptable
+	frame  bool   // an upgrade, then an error frame and that close, is acceptable
+	// only: before the error the server sends nothing at all (an
+	// unauthenticated connection, section 1.3); noEvents: no event or
+	// request frame (an unusable cursor, section 6.3). Otherwise any frame
+	// may come before the error.
+	only, noEvents bool
+	// details names a member the error's details must carry.
+	details string
+	// secret is a credential the suite sent, which no answer may echo.
+	secret string
+}
+
+func (r refusal) want() string {
+	var ways []string
+	if r.http {
+		ways = append(ways, fmt.Sprintf("HTTP %d %s refusing the upgrade", r.status, r.code))
+	}
+	if r.frame {
+		ways = append(ways, fmt.Sprintf("an error frame %d %s and close %d", r.status, r.code, r.close))
+	}
+	return strings.Join(ways, ", or ")
+}
+
+// judgeRefused judges an attempt that must be refused: s is the session
+// (nil when the upgrade was refused: resp and err say how), after the
+// frames of s that came before the refused step, wait how long the
+// connection may take to close.
+func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *client.Response, err error, r refusal, after int, wait time.Duration) error {
+	GinkgoHelper()
+	if s == nil {
+		if resp == nil {
+			suite.Transport(err)
+			return err
+		}
+		if !r.http || resp.Status != r.status {
+			return fmt.Errorf("%s: %s%s, want %s", what, resp, xHint(resp), r.want())
+		}
+		e, eerr := check.Envelope(resp)
+		switch {
+		case eerr != nil:
+			return fmt.Errorf("%s: %w", what, eerr)
+		case e.Code != r.code:
+			return fmt.Errorf("%s: %s with error code %q, want %q", what, resp, e.Code, r.code)
+		case r.secret != "" && strings.Contains(string(resp.Body), r.secret):
+			return fmt.Errorf("%s: %s echoes the credential the suite sent in its body", what, resp)
+		case r.details != "" && !hasDetail(e.Details, r.details):
+			return fmt.Errorf("%s: %s: error.details has no %s", what, resp, r.details)
+		}
+		return nil
+	}
+	if !r.frame {
+		return fmt.Errorf("%s: GET %s was upgraded (101), want %s", what, s.Path, r.want())
+	}
+	// A frame the refusal forbids decides the verdict as it arrives: a
+	// server that answers a bad credential with ready is not waited on
+	// until it closes (it never will).
+	forbidden := func(f client.WSFrame) bool {
+		return (r.only && f.Type != "error") || (r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")))
+	}
+	if err := wsSilent(); err != nil && s.Len() == after {
+		// Nothing came yet, and the target's WebSocket is known to say
+		// nothing: not waited on again.
+		return fmt.Errorf("%s: no frame, not waited for (%v); want %s", what, err, r.want())
+	}
+	end := &client.WSWaitError{Path: s.Path, Waited: wait}
+	if _, err := s.Await(ctx, wait, after, forbidden); err != nil {
+		var we *client.WSWaitError
+		if errors.As(err, &we) {
+			end = we
+			if we.Timeout() && s.Len() == after {
+				why := fmt.Sprintf("an earlier connection (GET %s) got no frame at all within %s of %s", s.Path, wait, what)
+				wsSilence.CompareAndSwap(nil, &why)
+			}
+		}
+	}
+	var errFrame *client.WSFrame
+	var bad []string
+	for _, f := range s.Frames()[after:] {
+		switch {
+		case f.Type == "error" && errFrame == nil:
+			errFrame = &f
+		case r.only, r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")):
+			bad = append(bad, f.String())
+		}
+		if r.secret != "" && strings.Contains(string(f.Raw), r.secret) {
+			return fmt.Errorf("%s: %s echoes the credential the suite sent", what, f)
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return fmt.Errorf("%s: the server sent %s on a connection it must refuse, want only %s", what, listed(bad), r.want())
+	case errFrame == nil:
+		return fmt.Errorf("%s: no error frame came (%s), want %s", what, endText(end), r.want())
+	case frameStatus(*errFrame) != r.status || errorCode(*errFrame) != r.code:
+		return fmt.Errorf("%s: %s has status %v code %q, want %d %s: %s", what, errFrame, errFrame.Obj["status"], errorCode(*errFrame), r.status, r.code, bounded(errFrame.Raw))
+	case r.details != "" && !hasDetail(errFrame.Member("error")["details"], r.details):
+		return fmt.Errorf("%s: %s: error.details has no %s: %s", what, errFrame, r.details, bounded(errFrame.Raw))
+	case end.Ended == nil:
+		return fmt.Errorf("%s: after %s the connection was still open %s later, want it closed with %d", what, errFrame, wait, r.close)
+	case !end.Closed || int(end.Code) != r.close:
+		return fmt.Errorf("%s: after %s the connection ended without close code %d: %s", what, errFrame, r.close, endText(end))
+	}
+	return nil
+}
+
+// hasDetail reports whether an error's details (an object) carry member.
+func hasDetail(details any, member string) bool {
+	d, ok := details.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, ok = d[member]
+	return ok
+}
+
+func endText(e *client.WSWaitError) string {
+	if e.Ended == nil {
+		return "the connection is still open"
+	}
+	return e.Error()
+}
+
+var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
+	It("opens an authenticated harn-ws.v1 session on both stream paths, by headers on the upgrade and by an auth frame", suite.Req(reqWSOffer), func(ctx SpecContext) {
+		wsAllowed()
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		task := xSubmit(ctx, sess, nil)
+		adv := wsAdvertised(ctx)
+		opened := 0
+		for _, r := range []struct{ path, object, id string }{{sessionStream(sess), "session", sess}, {taskStream(task), "task", task}} {
+			for _, way := range []wsWay{wsHeaders, wsAuthFrame} {
+				l, err := wsConnect(ctx, wsDial{path: r.path, way: way})
+				if err != nil {
+					if adv == "" {
+						err = fmt.Errorf("%w; the target does not advertise WebSocket either (discovery capabilities.websocket is not true, the agent card lists no websocket interface), but an Extended server offers harn-ws.v1 interactive sessions", err)
+					}
+					suite.Check(reqWSOffer, err)
+					continue
+				}
+				opened++
+				res := l.ready.Member("resource")
+				if res["object"] != r.object || res["id"] != r.id {
+					suite.Check(reqWSOffer, fmt.Errorf("GET %s (%s): the ready frame names resource %v, want {object: %s, id: %s}: %s", r.path, way, l.ready.Obj["resource"], r.object, r.id, bounded(l.ready.Raw)))
+				}
+				if v := l.ready.Str("protocol_version"); v != suite.Env().Config.ProtocolVersion {
+					suite.Check(reqWSOffer, fmt.Errorf("GET %s (%s): the ready frame names protocol_version %q, want the version in use, %q", r.path, way, v, suite.Env().Config.ProtocolVersion))
+				}
+				if l.ready.Obj["last_event_id"] != nil {
+					suite.Check(reqWSOffer, fmt.Errorf("GET %s (%s): opened without a cursor, the ready frame names last_event_id %v, want null (delivery from the start, section 1.4)", r.path, way, l.ready.Obj["last_event_id"]))
+				}
+				l.Close()
+			}
+		}
+		if opened > 0 && adv == "" {
+			suite.Note(fmt.Sprintf("%s: the target serves harn-ws.v1 but does not advertise it (discovery capabilities.websocket, agent card websocket interface)", reqWSOffer))
+		}
+	})
+
+	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), func(ctx SpecContext) {
+		wsAllowed()
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		path := sessionStream(sess)
+		// A connection that never authenticates waits out the profile's
+		// 10 s for the auth frame: opened first, judged last.
+		silent, resp, _, err := wsAttempt(ctx, wsDial{path: path, way: wsAuthFrame, noAuth: true, probe: "a browser's upgrade that never sends its auth frame"})
+		silentAt := time.Now()
+		if silent == nil {
+			// No credential and no version: the upgrade may not be
+			// refused (it is how a browser connects).
+			suite.Check(reqWSOffer, fmt.Errorf("a browser's upgrade (no Authorization, no version header) on %s: %v; want it completed (101), the auth frame to follow (docs/websocket.md section 1.3)", path, wsRefusal(resp, err)))
+		}
+		wrong := "Bearer conform-wrong-" + suite.Key("key")
+		unauth := refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true, secret: strings.TrimPrefix(wrong, "Bearer ")}
+		for _, c := range []struct {
+			what  string
+			d     wsDial
+			first map[string]any // sent first instead of an auth frame
+			r     refusal
+		}{
+			{"a wrong credential in the upgrade's Authorization header", wsDial{path: path, way: wsHeaders, auth: wrong, probe: "a wrong credential"}, nil, withHTTP(unauth)},
+			{"a malformed Authorization header (no scheme)", wsDial{path: path, way: wsHeaders, auth: "conform-no-scheme", probe: "a malformed credential"}, nil, withHTTP(refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true})},
+			{"an auth frame with a wrong credential", wsDial{path: path, way: wsAuthFrame, auth: wrong, probe: "a wrong credential in the auth frame"}, nil, withFrame(unauth)},
+			{"a first frame that is not auth (a ping)", wsDial{path: path, way: wsAuthFrame, noAuth: true, probe: "a first frame that is not auth"}, map[string]any{"type": "ping", "id": "c-1"}, withFrame(unauth)},
+		} {
+			s, resp, _, err := wsAttempt(ctx, c.d)
+			if s != nil && c.first != nil {
+				if err := s.Send(ctx, c.first); err != nil {
+					suite.Transport(err)
+				}
+			}
+			suite.Check(reqWSOffer, judgeRefused(ctx, c.what+" on "+path, s, resp, err, c.r, 0, wsStream()))
+		}
+		if silent != nil {
+			// Section 1.3: 10 s for the auth frame, then 401 and 4401.
+			wait := time.Until(silentAt.Add(10*time.Second + wsStream()))
+			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, withFrame(unauth), 0, max(wait, time.Second)))
+		}
+	})
+
+	It("refuses an unsupported protocol version: 426 before the upgrade, or an error frame 426 and close 4426 after an auth frame", suite.Req(reqWSOffer), func(ctx SpecContext) {
+		wsAllowed()
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		path := sessionStream(sess)
+		const old = "agents-protocol-1999-01-01"
+		r := refusal{status: http.StatusUpgradeRequired, code: "unsupported_protocol_version", close: 4426, only: true, details: "supported_versions"}
+		s, resp, _, err := wsAttempt(ctx, wsDial{path: path, way: wsHeaders, version: old, probe: "an unsupported protocol version"})
+		suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade with "+"Harn-Agents-Protocol-Version: "+old+" on "+path, s, resp, err, withHTTP(r), 0, wsStream()))
+		s, resp, _, err = wsAttempt(ctx, wsDial{path: path, way: wsAuthFrame, version: old, probe: "an unsupported protocol version in the auth frame"})
+		suite.Check(reqWSOffer, judgeRefused(ctx, "an auth frame with protocol_version "+old+" on "+path, s, resp, err, withFrame(r), 0, wsStream()))
+	})
+
+	It("runs over wss://, or ws:// only on loopback or a deployment the operator marks trusted development, and advertises no other ws:// URL", suite.Req(reqWSScheme), func(ctx SpecContext) {
+		judged := 0
+		_, urls := advertised(ctx)
+		for _, u := range urls["websocket"] {
+			judged++
+			if why := plainRemote(u); why != "" {
+				suite.Check(reqWSScheme, fmt.Errorf("the agent card (GET /v1/agent-card) advertises a websocket interface whose URL may not carry a credential: %s", why))
+			}
+		}
+		for _, u := range wsURLsIn(suite.Env().Discovery.Raw) {
+			judged++
+			if why := plainRemote(u); why != "" {
+				suite.Check(reqWSScheme, fmt.Errorf("discovery (GET /v1) advertises a WebSocket URL that may not carry a credential: %s", why))
+			}
+		}
+		base := wsBaseURL()
+		if why := plainRemote(base); why != "" {
+			suite.Check(reqWSScheme, fmt.Errorf("the target's WebSocket sessions (under --target) run over %s; the suite sent no credential over it", why))
+			return
+		}
+		l := wsOpen(ctx, wsDial{path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), way: wsHeaders})
+		judged++
+		if strings.HasPrefix(base, "ws://") {
+			why := "a loopback address"
+			if !loopback(hostOf(base)) {
+				why = "a deployment marked trusted development (--ws-trusted-dev)"
+			}
+			suite.Note(fmt.Sprintf("%s: the WebSocket session on %s ran over plain ws://, acceptable on %s", reqWSScheme, l.Path, why))
+		}
+		if judged == 0 {
+			suite.NothingToCheck(reqWSScheme, "no WebSocket URL was advertised or opened", remedyWS)
+		}
+	})
+
+	It("sends only text frames holding one JSON object, and answers a binary or malformed client frame with an error frame and close 1003 or 1007", suite.Req(reqWSText), func(ctx SpecContext) {
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		task := xSubmit(ctx, sess, nil)
+		xTerminal(ctx, task)
+		// Frames to judge: the ready frame and the task's history (every
+		// frame of every session is judged when the spec ends).
+		l := wsOpen(ctx, wsDial{path: taskStream(task), way: wsHeaders})
+		if _, why := l.await(ctx, wsStream(), 0, "terminal event", eventOf(task, terminalKinds...)); why != "" {
+			suite.NothingToCheck(reqWSText, fmt.Sprintf("the finished task's stream delivered only %d frames: %s (EXT-WS-007 judges the delivery)", l.Len(), why), "deliver the task's events as event frames (EXT-WS-007)")
+		}
+		for _, c := range []struct {
+			what   string
+			binary bool
+			data   string
+			close  int
+		}{
+			{"a binary message", true, `{"type":"ping","id":"c-binary"}`, 1003},
+			{"a text message that is not JSON", false, `conform: not JSON`, 1007},
+			{"a text message holding a JSON array", false, `[{"type":"ping","id":"c-array"}]`, 1007},
+			{"a text message holding two JSON objects", false, `{"type":"ping","id":"c-a"}{"type":"ping","id":"c-b"}`, 1007},
+		} {
+			p := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+			after := p.Len()
+			if err := p.SendRaw(ctx, c.binary, []byte(c.data)); err != nil {
+				suite.Transport(err)
+			}
+			r := refusal{status: http.StatusBadRequest, code: "invalid_request", close: c.close, frame: true}
+			suite.Check(reqWSText, judgeRefused(ctx, fmt.Sprintf("%s sent on %s", c.what, p.Path), p.WSSession, nil, nil, r, after, wsStream()))
+		}
+	})
+
+	It("pushes every Event of the resource as an event frame carrying the full Event of the REST event list, in its order, live and from history", suite.Req(reqWSEvents), func(ctx SpecContext) {
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		live := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		task := xSubmit(ctx, sess, nil)
+		xTerminal(ctx, task)
+		judgeDelivery(ctx, live, "GET /v1/sessions/"+sess+"/events", sessionEvents(ctx, sess), wsProgress())
+		hist := wsOpen(ctx, wsDial{path: taskStream(task), way: wsAuthFrame})
+		judgeDelivery(ctx, hist, "GET /v1/tasks/"+task+"/events", xRawEvents(ctx, task), wsStream())
+	})
+
+	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), func(ctx SpecContext) {
+		l := wsOpen(ctx, wsDial{path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), way: wsHeaders})
+		interval := 30 * time.Second
+		if n, err := numberInt(l.ready.Obj["heartbeat_interval_ms"]); err == nil && n >= 1 && n <= 30000 {
+			interval = time.Duration(n) * time.Millisecond
+		} else {
+			suite.Should(reqWSBeat, fmt.Errorf("the ready frame's heartbeat_interval_ms is %v, want 1…30000; the heartbeat is judged against 30 s", l.ready.Obj["heartbeat_interval_ms"]))
+		}
+		// A client ping gets a pong naming it.
+		id := l.NewID()
+		after := l.Len()
+		if err := l.Send(ctx, map[string]any{"type": "ping", "id": id}); err != nil {
+			suite.Transport(err)
+		}
+		if _, why := l.await(ctx, wsStream(), after, "pong", func(f client.WSFrame) bool { return f.Type == "pong" && f.Str("in_reply_to") == id }); why != "" {
+			suite.Should(reqWSBeat, fmt.Errorf("the client's ping frame %q: %s", id, why))
+		}
+		// Two heartbeats, each within an interval of the one before (the
+		// first of ready): a margin for the network and a busy machine.
+		margin := max(2*time.Second, interval/5)
+		from := l.ready.At
+		kinds := map[string]int{}
+		for i := range 2 {
+			f, at, ok := l.AwaitHeartbeat(ctx, time.Until(from.Add(interval+margin)), from)
+			if !ok || at.Sub(from) > interval+margin {
+				suite.Should(reqWSBeat, fmt.Errorf("GET %s: no heartbeat (ping frame or RFC 6455 Ping) within heartbeat_interval_ms %s (+%s) of the %s (%s)",
+					l.Path, interval, margin, map[bool]string{true: "ready frame", false: "previous heartbeat"}[i == 0], endOrOpen(l)))
+				return
+			}
+			if f.Seq > 0 {
+				kinds["ping frames"]++
+			} else {
+				kinds["RFC 6455 Ping control frames"]++
+			}
+			from = at
+		}
+		if kinds["ping frames"] == 0 {
+			suite.Note(fmt.Sprintf("%s: GET %s sent its heartbeats as RFC 6455 Ping control frames, not ping frames (accepted, docs/interpretations.md#ws-heartbeat; browser code cannot see them)", reqWSBeat, l.Path))
+		}
+	})
+})
+
+func withHTTP(r refusal) refusal  { r.http, r.frame = true, true; return r }
+func withFrame(r refusal) refusal { r.frame = true; return r }
+
+func endOrOpen(l *wsLink) string {
+	if err := l.Ended(); err != nil {
+		return "the connection ended: " + err.Error()
+	}
+	return "the connection stayed open"
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// wsURLsIn finds every ws:// or wss:// URL among the string values of v.
+func wsURLsIn(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		if l := strings.ToLower(x); strings.HasPrefix(l, "ws://") || strings.HasPrefix(l, "wss://") {
+			out = append(out, x)
+		}
+	case map[string]any:
+		for _, k := range xKeysAny(x) {
+			out = append(out, wsURLsIn(x[k])...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, wsURLsIn(e)...)
+		}
+	}
+	return out
+}
+
+func xKeysAny(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// judgeDelivery waits on l until the last event of rest (the REST list
+// named listName) arrives, then wants the event frames up to it to be the
+// REST list: the same events in the same order, each the full Event, with
+// event_id its id.
+func judgeDelivery(ctx context.Context, l *wsLink, listName string, rest []map[string]any, wait time.Duration) {
+	GinkgoHelper()
+	if len(rest) == 0 {
+		suite.NothingToCheck(reqWSEvents, listName+" lists no event, so there is no delivery to compare", "record the resource's events (CORE-EVT-001)")
+		return
+	}
+	last := xID(rest[len(rest)-1])
+	lastFrame, why := l.await(ctx, wait, 0, "event "+last, withEventID(last))
+	var frames []client.WSFrame
+	for _, f := range l.Frames() {
+		if f.Type == "event" && (why != "" || f.Seq <= lastFrame.Seq) {
+			frames = append(frames, f)
+		}
+	}
+	if why != "" {
+		suite.Check(reqWSEvents, fmt.Errorf("GET %s delivered %d event frames, but none for %s, the last event of %s: %s", l.Path, len(frames), last, listName, why))
+	}
+	var errs []string
+	for _, f := range frames {
+		if id := xID(f.Member("event")); f.Str("event_id") != id {
+			errs = append(errs, fmt.Sprintf("%s: event_id %v, but its Event's id is %q", f, f.Obj["event_id"], id))
+		}
+	}
+	if len(errs) > 0 {
+		suite.Check(reqWSEvents, fmt.Errorf("GET %s: event frames whose event_id is not the Event's id: %s", l.Path, strings.Join(errs, "; ")))
+	}
+	if err := parity(listName, rest, "GET "+l.Path+" (WebSocket)", frameEvents(frames)); err != nil {
+		suite.Check(reqWSEvents, err)
+	}
+}

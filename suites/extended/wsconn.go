@@ -1,0 +1,575 @@
+package extended
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/harn-conform/conform/fixtures/schemas"
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/requirements"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// The WebSocket frame profile harn-ws.v1 (docs/websocket.md): how the
+// specs of websocket*.go connect, wait for frames and judge every frame a
+// session received. Each session is recorded into the spec's transcript
+// (client.WSSession); when the spec ends, however it ends, every server
+// frame it received is judged against the profile: a frame that is not a
+// text message of one JSON object fails EXT-WS-003 whichever spec saw it,
+// and a frame that breaks its schema fails the requirement of its type
+// (frameReq; a warning for a SHOULD or MAY). A spec whose subject is not the connection itself needs one
+// as a prerequisite: when no session opens, it is unverified with the
+// remedy to serve the profile (EXT-WS-001), never failed.
+
+const (
+	reqWSOffer    = "EXT-WS-001" // authenticated upgrade on both paths, the profile spoken, unauthenticated refused
+	reqWSScheme   = "EXT-WS-002" // wss://, ws:// only on loopback or trusted development
+	reqWSText     = "EXT-WS-003" // text frames of one JSON object
+	reqWSMessage  = "EXT-WS-004" // user_message appends to the Session
+	reqWSCancel   = "EXT-WS-005" // cancel_task as a REST cancel
+	reqWSTruncate = "EXT-WS-006" // truncate_session keep_first
+	reqWSEvents   = "EXT-WS-007" // event frames are the REST event list
+	reqWSRequests = "EXT-WS-008" // input and authorization requests, answered on the socket
+	reqWSHost     = "EXT-WS-009" // MAY: approval and tool requests
+	reqWSResume   = "EXT-WS-010" // resume from a cursor; cursor_expired
+	reqWSBeat     = "EXT-WS-011" // SHOULD: heartbeats within 30 s
+	reqWSReplayed = "EXT-WS-012" // replayed marks history, not live frames
+	reqWSIdem     = "EXT-WS-013" // MAY: idempotency keys on commands
+)
+
+// remedyWS is the remedy of a spec whose WebSocket session did not open.
+const remedyWS = "serve the harn-ws.v1 WebSocket profile (docs/websocket.md) on /v1/sessions/{id}/events/stream and /v1/tasks/{id}/stream (EXT-WS-001); this spec checks its own requirement once a session opens"
+
+// wsWay is how a connection authenticates (docs/websocket.md section 1.3).
+type wsWay int
+
+const (
+	wsHeaders   wsWay = iota // (a) Authorization and the version header on the upgrade
+	wsAuthFrame              // (b) a browser's upgrade, then an auth frame
+)
+
+func (w wsWay) String() string {
+	if w == wsAuthFrame {
+		return "an auth frame"
+	}
+	return "headers on the upgrade"
+}
+
+// wsDial says how to open one connection.
+type wsDial struct {
+	path string
+	way  wsWay
+	// cursor resumes on connect: Last-Event-ID (way a) or the auth frame's
+	// last_event_id (way b).
+	cursor string
+	// auth is the Authorization value sent ("" = the configured key);
+	// noAuth sends none (way a: no header; way b: no auth frame, the
+	// caller sends the first frame itself).
+	auth   string
+	noAuth bool
+	// version is the protocol version sent ("" = the configured one).
+	version string
+	// probe marks an upgrade that is a deliberate negative probe, with why.
+	probe string
+}
+
+// wsLink is an open session with the ready frame that opened it.
+type wsLink struct {
+	*client.WSSession
+	ready  client.WSFrame
+	way    wsWay
+	authID string // the auth frame's id (way b)
+}
+
+func wsStream() time.Duration { return suite.Env().Config.Timeouts.Stream }
+
+// wsProgress bounds a wait for frames that come from a task's progress
+// (its agent may take up to --task-timeout), not from the suite's own
+// command.
+func wsProgress() time.Duration {
+	return max(suite.Env().Config.Timeouts.Task, suite.Env().Config.Timeouts.Stream)
+}
+
+func sessionStream(sess string) string { return "/v1/sessions/" + client.Seg(sess) + "/events/stream" }
+func taskStream(task string) string    { return "/v1/tasks/" + client.Seg(task) + "/stream" }
+
+// loopback reports whether host is a loopback address: 127.0.0.0/8, ::1 or
+// localhost (docs/interpretations.md#ws-wss).
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// plainRemote says why a WebSocket URL (ws, wss, http or https) may not
+// carry a credential: plain ws:// (or http://) to a host other than
+// loopback, when the operator has not marked the deployment trusted
+// development. "" when it may.
+func plainRemote(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("%q is not an absolute URL", raw)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "wss", "https":
+		return ""
+	case "ws", "http":
+		if loopback(u.Hostname()) || suite.Env().Config.WSTrustedDev {
+			return ""
+		}
+		return fmt.Sprintf("%s is plain ws:// to %s, which is not a loopback address, and the deployment is not marked trusted development (--ws-trusted-dev)", raw, u.Hostname())
+	}
+	return fmt.Sprintf("%s is neither wss:// nor ws://", raw)
+}
+
+// wsBaseURL is the URL the suite's WebSocket connections use.
+func wsBaseURL() string {
+	b := strings.TrimRight(suite.Client().Options().BaseURL, "/")
+	return "ws" + strings.TrimPrefix(b, "http")
+}
+
+// wsAllowed ends the spec unverified when the suite may not send a
+// credential over the target's WebSocket URL (section 1.1): the
+// connection itself is EXT-WS-002's to judge.
+func wsAllowed() {
+	GinkgoHelper()
+	if why := plainRemote(wsBaseURL()); why != "" {
+		suite.Unverified("the suite sends no credential over plain ws:// to a host other than loopback: "+why,
+			"serve the target over https:// so WebSocket runs over wss:// (EXT-WS-002), or state that this is a trusted development deployment with --ws-trusted-dev (CONFORM_WS_TRUSTED_DEV=true)")
+	}
+}
+
+// wsAdvertised says where the target advertises its WebSocket transport:
+// discovery's capabilities.websocket and the agent card's websocket
+// interfaces ("" when it does neither).
+func wsAdvertised(ctx context.Context) string {
+	GinkgoHelper()
+	var where []string
+	if v, _ := suite.Env().Discovery.Capabilities["websocket"].(bool); v {
+		where = append(where, "discovery capabilities.websocket is true")
+	}
+	if _, urls := advertised(ctx); len(urls["websocket"]) > 0 {
+		where = append(where, fmt.Sprintf("the agent card lists websocket interfaces %v", urls["websocket"]))
+	}
+	return strings.Join(where, "; ")
+}
+
+// wsAttempt opens a connection as d says, with no verdict: the session
+// (nil when the upgrade was refused or failed), the upgrade's answer, and
+// the error. Way (b) sends the auth frame unless d.noAuth. Every session
+// opened is closed and its frames judged when the spec ends (judgeFrames).
+func wsAttempt(ctx context.Context, d wsDial) (*client.WSSession, *client.Response, string, error) {
+	GinkgoHelper()
+	wsAllowed()
+	req := client.Request{Path: d.path, Probe: d.probe}
+	if d.way == wsAuthFrame {
+		// A browser's upgrade: neither header (the credential and the
+		// version travel in the auth frame).
+		req.NoAuth, req.NoVersion = true, true
+		if d.probe == "" {
+			req.Probe = "a browser's WebSocket upgrade: the credential and version travel in the auth frame (docs/websocket.md section 1.3)"
+		}
+	} else {
+		req.NoAuth, req.Authorization, req.Version = d.noAuth, d.auth, d.version
+		if d.cursor != "" {
+			req.Header = http.Header{"Last-Event-ID": {d.cursor}}
+		}
+	}
+	s, resp, err := suite.Client().OpenWS(ctx, req)
+	if s == nil {
+		return nil, resp, "", err
+	}
+	suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
+	authID := ""
+	if d.way == wsAuthFrame && !d.noAuth {
+		authID = s.NewID()
+		auth := d.auth
+		if auth == "" {
+			auth = "Bearer " + suite.Client().Options().APIKey
+		}
+		version := d.version
+		if version == "" {
+			version = suite.Env().Config.ProtocolVersion
+		}
+		var cursor any
+		if d.cursor != "" {
+			cursor = d.cursor
+		}
+		if err := s.Send(ctx, map[string]any{"type": "auth", "id": authID, "authorization": auth, "protocol_version": version, "last_event_id": cursor}); err != nil {
+			return s, resp, authID, err
+		}
+	}
+	return s, resp, authID, nil
+}
+
+// wsSilence remembers a session that got no frame at all within
+// --stream-timeout of its upgrade, with the connection still open: the
+// target's WebSocket transport upgrades and then says nothing. Later
+// sessions of the run fail at once, naming it, instead of each waiting
+// out the timeout again (a broken server gets its verdict fast; a server
+// merely slow to send ready is still slower than the whole timeout).
+var wsSilence atomic.Pointer[string]
+
+// wsSilent is why the target's WebSocket is taken as silent, or nil.
+func wsSilent() error {
+	if why := wsSilence.Load(); why != nil {
+		return errors.New(*why)
+	}
+	return nil
+}
+
+// wsReady waits for the session's first frame and wants it to be ready
+// (naming the auth frame's id when there was one): nil when it is.
+func wsReady(ctx context.Context, s *client.WSSession, authID string) (client.WSFrame, error) {
+	if err := wsSilent(); err != nil {
+		return client.WSFrame{}, fmt.Errorf("no ready frame waited for: %w", err)
+	}
+	f, err := s.Await(ctx, wsStream(), 0, func(client.WSFrame) bool { return true })
+	if err != nil {
+		var we *client.WSWaitError
+		if errors.As(err, &we) && we.Timeout() {
+			why := fmt.Sprintf("an earlier session (GET %s) got no frame at all within --stream-timeout %s of its upgrade", s.Path, wsStream())
+			wsSilence.CompareAndSwap(nil, &why)
+		}
+		return f, fmt.Errorf("no ready frame: %w (--stream-timeout %s)", err, wsStream())
+	}
+	switch {
+	case f.Type == "error":
+		return f, fmt.Errorf("the first frame is an error instead of ready: %s", bounded(f.Raw))
+	case f.Type != "ready":
+		return f, fmt.Errorf("the first frame is %s, want ready: %s", f, bounded(f.Raw))
+	case f.Str("profile") != schemas.WSProfile:
+		return f, fmt.Errorf("the ready frame names profile %v, want %q", f.Obj["profile"], schemas.WSProfile)
+	case authID != "" && f.Str("in_reply_to") != authID:
+		return f, fmt.Errorf("the ready frame answers in_reply_to %v, want the auth frame's id %q", f.Obj["in_reply_to"], authID)
+	}
+	return f, nil
+}
+
+// wsConnect opens a session and waits for its ready frame, with no
+// verdict: the link, or why there is none.
+func wsConnect(ctx context.Context, d wsDial) (*wsLink, error) {
+	GinkgoHelper()
+	s, resp, authID, err := wsAttempt(ctx, d)
+	if s == nil {
+		var te *client.TransportError
+		if resp == nil && errors.As(err, &te) {
+			suite.Transport(err)
+		}
+		return nil, wsRefusal(resp, err)
+	}
+	if err != nil {
+		suite.Transport(err)
+	}
+	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != schemas.WSProfile {
+		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.path, sub, schemas.WSProfile)
+	}
+	ready, err := wsReady(ctx, s, authID)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s (authenticated with %s): %w", d.path, d.way, err)
+	}
+	return &wsLink{WSSession: s, ready: ready, way: d.way, authID: authID}, nil
+}
+
+// wsRefusal describes a refused upgrade.
+func wsRefusal(resp *client.Response, err error) error {
+	switch {
+	case resp == nil:
+		return err
+	case resp.Status == http.StatusSwitchingProtocols:
+		// Switched, but the handshake is broken (Sec-WebSocket-Accept, an
+		// extension or subprotocol not offered): the client said why.
+		return fmt.Errorf("%s, but the WebSocket handshake is invalid: %v", resp, err)
+	}
+	return fmt.Errorf("%s, want 101 Switching Protocols%s", resp, xHint(resp))
+}
+
+// wsOpen opens a session that the spec needs but does not judge: when none
+// opens, the spec is unverified (remedyWS), naming what the target
+// advertises.
+func wsOpen(ctx context.Context, d wsDial) *wsLink {
+	GinkgoHelper()
+	l, err := wsConnect(ctx, d)
+	if err != nil {
+		adv := wsAdvertised(ctx)
+		if adv == "" {
+			adv = "the target advertises no WebSocket transport (discovery capabilities.websocket, agent card)"
+		}
+		suite.Unverified(fmt.Sprintf("opening a harn-ws.v1 session on %s (%s): %v; %s", d.path, d.way, err, adv), remedyWS)
+	}
+	return l
+}
+
+// await waits up to d for a frame after frame number after that
+// satisfies want; why says in words why none came ("" when one did).
+func (l *wsLink) await(ctx context.Context, d time.Duration, after int, what string, want func(client.WSFrame) bool) (client.WSFrame, string) {
+	f, err := l.Await(ctx, d, after, want)
+	if err == nil {
+		return f, ""
+	}
+	var we *client.WSWaitError
+	if errors.As(err, &we) && we.Timeout() {
+		limit := "--stream-timeout"
+		if d != wsStream() {
+			limit = "--task-timeout"
+		}
+		return f, fmt.Sprintf("no %s frame on %s within %s (%s)", what, l.Path, d, limit)
+	}
+	return f, fmt.Sprintf("no %s frame: %v", what, err)
+}
+
+// command sends a command frame and waits for its result or error.
+func (l *wsLink) command(ctx context.Context, frame map[string]any) (client.WSFrame, string) {
+	GinkgoHelper()
+	f, err := l.Command(ctx, wsStream(), frame)
+	if err == nil {
+		return f, ""
+	}
+	var te *client.TransportError
+	if errors.As(err, &te) {
+		suite.Transport(err)
+	}
+	var we *client.WSWaitError
+	if errors.As(err, &we) && we.Timeout() {
+		return f, fmt.Sprintf("the %v command (id %v) got no result or error frame on %s within --stream-timeout (%s)", frame["type"], frame["id"], l.Path, wsStream())
+	}
+	return f, fmt.Sprintf("the %v command (id %v) got no result or error frame: %v", frame["type"], frame["id"], err)
+}
+
+// resultOf wants a command's answer to be a result with one of statuses,
+// and returns its result member.
+func resultOf(f client.WSFrame, what string, statuses ...int) (map[string]any, error) {
+	st := frameStatus(f)
+	if f.Type != "result" || !slices.Contains(statuses, st) {
+		return nil, fmt.Errorf("%s: answered %s %s, want a result frame with status %v", what, f, bounded(f.Raw), statuses)
+	}
+	r := f.Member("result")
+	if r == nil {
+		return nil, fmt.Errorf("%s: the result frame's result is %v, want the REST answer's body (an object)", what, f.Obj["result"])
+	}
+	return r, nil
+}
+
+// frameStatus is a result or error frame's status (0 when not a number).
+func frameStatus(f client.WSFrame) int {
+	if n, err := numberInt(f.Obj["status"]); err == nil {
+		return int(n)
+	}
+	return 0
+}
+
+func numberInt(v any) (int64, error) {
+	type int64er interface{ Int64() (int64, error) }
+	if n, ok := v.(int64er); ok {
+		return n.Int64()
+	}
+	return 0, fmt.Errorf("%v is not an integer", v)
+}
+
+// errorCode is an error frame's error.code.
+func errorCode(f client.WSFrame) string { c, _ := f.Member("error")["code"].(string); return c }
+
+func bounded(b []byte) string {
+	s := suite.Env().Redactor.String(string(b))
+	if r := []rune(s); len(r) > 300 {
+		return string(r[:300]) + "…"
+	}
+	return s
+}
+
+// isEvent matches an event frame; withEventID one carrying event id.
+func isEvent(f client.WSFrame) bool { return f.Type == "event" }
+
+func withEventID(id string) func(client.WSFrame) bool {
+	return func(f client.WSFrame) bool { return f.Type == "event" && f.Str("event_id") == id }
+}
+
+// eventKind is an event frame's Event kind.
+func eventKind(f client.WSFrame) string { k, _ := f.Member("event")["event"].(string); return k }
+
+// eventOf matches an event frame of kind about task (any task when "").
+func eventOf(task string, kinds ...string) func(client.WSFrame) bool {
+	return func(f client.WSFrame) bool {
+		if f.Type != "event" || !slices.Contains(kinds, eventKind(f)) {
+			return false
+		}
+		if task == "" {
+			return true
+		}
+		e := f.Member("event")
+		r, _ := e["resource"].(map[string]any)
+		return e["task_id"] == task || (r["object"] == "task" && r["id"] == task)
+	}
+}
+
+// terminalKinds are the events that end a task.
+var terminalKinds = []string{"task.completed", "task.failed", "task.canceled"}
+
+// frameEvents are the Events of the event frames among fs, in order.
+func frameEvents(fs []client.WSFrame) []map[string]any {
+	var out []map[string]any
+	for _, f := range fs {
+		if f.Type == "event" {
+			out = append(out, f.Member("event"))
+		}
+	}
+	return out
+}
+
+// sessionEvents reads every event of session sess (xPrereq on failure).
+func sessionEvents(ctx context.Context, sess string) []map[string]any {
+	GinkgoHelper()
+	return xPrereqList(ctx, "reading the session's events (GET /v1/sessions/{id}/events)", "CORE-EVT-001", "/v1/sessions/"+client.Seg(sess)+"/events", nil)
+}
+
+// eventIDs are the ids of events.
+func eventIDs(evs []map[string]any) []string {
+	ids := make([]string, 0, len(evs))
+	for _, e := range evs {
+		ids = append(ids, xID(e))
+	}
+	return ids
+}
+
+// parity compares the events a WebSocket delivered with the REST list.
+func parity(restName string, rest []map[string]any, wsName string, got []map[string]any) error {
+	ds := check.Parity([]check.View{{Transport: "rest", Name: restName, Events: rest}, {Transport: "websocket", Name: wsName, Events: got}},
+		check.ParityOptions{Redact: suite.Env().Redactor.String})
+	if len(ds) == 0 {
+		return nil
+	}
+	return ds[0]
+}
+
+// ---- judging every frame a session received ----
+
+// serverTypes are the frame types a server sends (the profile's index).
+var serverTypes = []string{"ready", "event", "input_request", "authorization_request", "approval_request", "tool_request", "result", "error", "ping", "pong"}
+
+// commandReqs maps the type of a client frame to the requirement its
+// answer (result or error) belongs to.
+var commandReqs = map[string]string{
+	"auth": reqWSOffer, "user_message": reqWSMessage, "cancel_task": reqWSCancel, "truncate_session": reqWSTruncate,
+	"input_response": reqWSRequests, "authorization_response": reqWSRequests, "approval_response": reqWSHost, "tool_result": reqWSHost,
+	"resume": reqWSResume, "ping": reqWSBeat,
+}
+
+// frameReq is the requirement a schema problem of frame f belongs to.
+func frameReq(s interface{ SentType(id string) string }, f client.WSFrame, p schemas.Problem) string {
+	at := func(ptr string) bool { return p.Location == ptr || strings.HasPrefix(p.Location, ptr+"/") }
+	switch f.Type {
+	case "ready":
+		if at("/heartbeat_interval_ms") || at("/pong_timeout_ms") {
+			return reqWSBeat
+		}
+		return reqWSOffer
+	case "event":
+		if at("/replayed") {
+			return reqWSReplayed
+		}
+		return reqWSEvents
+	case "input_request", "authorization_request":
+		if at("/replayed") {
+			return reqWSReplayed
+		}
+		return reqWSRequests
+	case "approval_request", "tool_request":
+		if at("/replayed") {
+			return reqWSReplayed
+		}
+		return reqWSHost
+	case "ping", "pong":
+		return reqWSBeat
+	case "result", "error":
+		if r, ok := commandReqs[s.SentType(f.Str("in_reply_to"))]; ok {
+			return r
+		}
+		if f.Type == "error" && errorCode(f) == "cursor_expired" {
+			return reqWSResume
+		}
+		return reqWSOffer // a connection-level error: the profile spoken at all
+	}
+	return reqWSText
+}
+
+// judgeFrames judges every server frame of session s: a message that is not
+// text holding one JSON object fails EXT-WS-003, a frame that breaks its
+// schema the requirement of its type (a SHOULD's or MAY's is a warning), a second
+// ready frame EXT-WS-001. A frame of a type the profile does not name is
+// noted: a client must ignore it. One verdict per requirement and session,
+// naming the first frame and how many more.
+func judgeFrames(s *client.WSSession) {
+	reg, err := requirements.Default()
+	if err != nil {
+		return // Validate reported it before the run
+	}
+	type finding struct {
+		first string
+		more  int
+	}
+	byReq := map[string]*finding{}
+	var order []string
+	add := func(req, msg string) {
+		if f := byReq[req]; f != nil {
+			f.more++
+			return
+		}
+		byReq[req] = &finding{first: msg}
+		order = append(order, req)
+	}
+	var unknown []string
+	readies := 0
+	for _, f := range s.Frames() {
+		if f.Type == "ready" {
+			readies++
+			if readies == 2 {
+				add(reqWSOffer, fmt.Sprintf("GET %s %s: a second ready frame; the profile sends one, first after authentication", s.Path, f))
+			}
+		}
+		if len(f.Problems) == 0 {
+			continue
+		}
+		if f.Binary || f.Obj == nil {
+			add(reqWSText, fmt.Sprintf("GET %s %s: %s; received: %s", s.Path, f, f.Problems[0].Message, bounded(f.Raw)))
+			continue
+		}
+		if f.Type != "" && !slices.Contains(serverTypes, f.Type) {
+			unknown = append(unknown, f.Type)
+			continue
+		}
+		for _, p := range f.Problems {
+			add(frameReq(s, f, p), fmt.Sprintf("GET %s %s breaks the harn-ws.v1 frame schema: %s; received: %s", s.Path, f, p, bounded(f.Raw)))
+		}
+	}
+	if len(unknown) > 0 {
+		suite.Note(fmt.Sprintf("GET %s: the server sent frames of types the harn-ws.v1 profile does not name (%v); a client ignores them (docs/websocket.md section 2)", s.Path, unknown))
+	}
+	for _, req := range order {
+		f := byReq[req]
+		msg := f.first
+		if f.more > 0 {
+			msg += fmt.Sprintf(" (and %d more like it on this connection)", f.more)
+		}
+		err := errors.New(msg)
+		if r, _ := reg.Lookup(req); r.Keyword.Mandatory() {
+			suite.Check(req, err)
+		} else {
+			// A SHOULD, or a MAY the target took up: a warning, as the
+			// OpenAPI oracle records them.
+			suite.Should(req, err)
+		}
+	}
+}
