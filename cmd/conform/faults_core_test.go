@@ -59,8 +59,7 @@ func TestHooklessFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range hooklessFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			spec := targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: []refharness.Variant{refharness.VariantNoScenarioHook}}
-			assertCaught(t, "fault "+string(tc.Fault)+" without the hook", spec, "core", tc.Fails, tc.Tolerated, tc.Args...)
+			assertFaultRow(t, "core-hookless", tc)
 		})
 	}
 }
@@ -73,7 +72,7 @@ func TestCoreFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range coreFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "core")
+			assertFaultRow(t, "core", tc)
 		})
 	}
 }

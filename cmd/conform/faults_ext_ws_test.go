@@ -62,7 +62,7 @@ var extWSWrapFaults = []wrapFault{
 }
 
 func init() {
-	planProofs("TestExtWSWrappedFaultsCaught", func() []proofJob { return wrapFaultJobs(extWSWrapFaults, "extended") })
+	planProofs("TestExtWSWrappedFaultsCaught", func() []proofJob { return poolJobs("extended", wrapsOf(extWSWrapFaults)) })
 	planProofs("TestExtWSCleanAndHookless", cleanAndHooklessJobs)
 }
 
@@ -86,7 +86,7 @@ func TestExtWSWrappedFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range extWSWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertCaught(t, tc.Name, wrapped(tc.Name), "extended", tc.Fails, tc.Tolerated)
+			assertWrapRow(t, "extended", tc)
 		})
 	}
 }

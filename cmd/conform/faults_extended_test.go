@@ -25,18 +25,10 @@ var extendedShouldFaults = slices.Concat(extSessionShouldFaults, extResourceShou
 
 func init() {
 	planProofs("TestExtendedFaultsCaught", func() []proofJob {
-		var jobs []proofJob
-		for _, rows := range extendedFaultTables {
-			jobs = append(jobs, faultJobs(rows, nil, "extended")...)
-		}
-		return jobs
+		return poolJobs("extended", faultsOf(slices.Concat(extendedFaultTables...)))
 	})
 	planProofs("TestExtendedShouldFaultsWarn", func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range extendedShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "extended"})
-		}
-		return jobs
+		return poolJobs("extended-should", shouldFaultsOf(extendedShouldFaults))
 	})
 }
 
@@ -49,7 +41,7 @@ func TestExtendedFaultsCaught(t *testing.T) {
 	for _, rows := range extendedFaultTables {
 		for _, tc := range rows {
 			t.Run(string(tc.Fault), func(t *testing.T) {
-				assertFaultCaught(t, tc, "extended")
+				assertFaultRow(t, "extended", tc)
 			})
 		}
 	}
@@ -63,7 +55,7 @@ func TestExtendedShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range extendedShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "extended", tc.Warns)
+			assertShouldRow(t, "extended-should", tc)
 		})
 	}
 }

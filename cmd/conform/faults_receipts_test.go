@@ -57,7 +57,7 @@ func TestReceiptFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "receipts")
+			assertFaultRow(t, "receipts", tc)
 		})
 	}
 }
@@ -111,7 +111,7 @@ func TestReceiptWrappedFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertCaught(t, tc.Name, wrapped(tc.Name), "receipts", tc.Fails, tc.Tolerated)
+			assertWrapRow(t, "receipts", tc)
 		})
 	}
 }
@@ -133,7 +133,7 @@ func TestReceiptShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "receipts", tc.Warns)
+			assertShouldRow(t, "receipts-should", tc)
 		})
 	}
 }
@@ -203,7 +203,7 @@ func TestReceiptWrappedShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range receiptWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertWarnsOnly(t, tc.Name, wrapped(tc.Name), "receipts", tc.Warns)
+			assertWrapShouldRow(t, "receipts-should", tc)
 		})
 	}
 }

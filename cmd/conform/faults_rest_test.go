@@ -57,7 +57,7 @@ func TestRESTFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range restFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultCaught(t, tc, "core")
+			assertFaultRow(t, "core", tc)
 		})
 	}
 }
@@ -81,7 +81,7 @@ func TestRESTShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range restShouldFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "core", tc.Warns)
+			assertShouldRow(t, "core-should", tc)
 		})
 	}
 }
@@ -126,7 +126,7 @@ func TestRESTWrappedFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range restWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertCaught(t, tc.Name, wrapped(tc.Name), "core", tc.Fails, tc.Tolerated)
+			assertWrapRow(t, "core", tc)
 		})
 	}
 }
@@ -152,7 +152,7 @@ func TestRESTWrappedShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range restWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertWarnsOnly(t, tc.Name, wrapped(tc.Name), "core", tc.Warns)
+			assertWrapShouldRow(t, "core-should", tc)
 		})
 	}
 }

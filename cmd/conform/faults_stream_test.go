@@ -37,7 +37,7 @@ func TestStreamFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range streamFaults {
 		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertCaught(t, string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, "core", tc.Fails, tc.Tolerated, tc.Args...)
+			assertFaultRow(t, "core", tc)
 		})
 	}
 }
@@ -75,7 +75,7 @@ func TestStreamWrappedFaultsCaught(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range streamWrapFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertCaught(t, tc.Name, wrapped(tc.Name), "core", tc.Fails, tc.Tolerated)
+			assertWrapRow(t, "core", tc)
 		})
 	}
 }
@@ -99,7 +99,7 @@ func TestStreamWrappedShouldFaultsWarn(t *testing.T) {
 	t.Parallel() // collects its rows, in order, from the proof pool
 	for _, tc := range streamWrapShouldFaults {
 		t.Run(tc.Name, func(t *testing.T) {
-			assertWarnsOnly(t, tc.Name, wrapped(tc.Name), "core", tc.Warns)
+			assertWrapShouldRow(t, "core-should", tc)
 		})
 	}
 }

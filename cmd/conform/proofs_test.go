@@ -261,25 +261,19 @@ func unusedProofs() []string {
 // The plan: every proof run each proof test asks for, built from the same
 // tables the tests read. TestMain reports a planned run no test collected.
 var proofPlan = map[string]func() []proofJob{
-	"TestCoreFaultsCaught":     func() []proofJob { return faultJobs(coreFaults, nil, "core") },
-	"TestHooklessFaultsCaught": func() []proofJob { return faultJobs(hooklessFaults, noHook, "core") },
-	"TestRESTFaultsCaught":     func() []proofJob { return faultJobs(restFaults, nil, "core") },
-	"TestRESTShouldFaultsWarn": func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range restShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "core"})
-		}
-		return jobs
-	},
+	"TestCoreFaultsCaught":            func() []proofJob { return poolJobs("core", faultsOf(coreFaults)) },
+	"TestHooklessFaultsCaught":        func() []proofJob { return poolJobs("core-hookless", faultsOf(hooklessFaults)) },
+	"TestRESTFaultsCaught":            func() []proofJob { return poolJobs("core", faultsOf(restFaults)) },
+	"TestRESTShouldFaultsWarn":        func() []proofJob { return poolJobs("core-should", shouldFaultsOf(restShouldFaults)) },
 	"TestRESTVariantsPass":            func() []proofJob { return variantJobs(restVariants, "core") },
-	"TestRESTWrappedFaultsCaught":     func() []proofJob { return wrapFaultJobs(restWrapFaults, "core") },
-	"TestRESTWrappedShouldFaultsWarn": func() []proofJob { return wrapJobs(rowNames(restWrapShouldFaults), "core") },
+	"TestRESTWrappedFaultsCaught":     func() []proofJob { return poolJobs("core", wrapsOf(restWrapFaults)) },
+	"TestRESTWrappedShouldFaultsWarn": func() []proofJob { return poolJobs("core-should", shouldWrapsOf(restWrapShouldFaults)) },
 	"TestRESTWrappedVariantsPass":     func() []proofJob { return wrapJobs(restWrapVariants, "core") },
-	"TestStreamFaultsCaught":          func() []proofJob { return faultJobs(streamFaults, nil, "core") },
+	"TestStreamFaultsCaught":          func() []proofJob { return poolJobs("core", faultsOf(streamFaults)) },
 	"TestStreamVariantsPass":          func() []proofJob { return variantJobs(streamVariants, "core") },
-	"TestStreamWrappedFaultsCaught":   func() []proofJob { return wrapFaultJobs(streamWrapFaults, "core") },
+	"TestStreamWrappedFaultsCaught":   func() []proofJob { return poolJobs("core", wrapsOf(streamWrapFaults)) },
 	"TestStreamWrappedShouldFaultsWarn": func() []proofJob {
-		return wrapJobs(rowNames(streamWrapShouldFaults), "core")
+		return poolJobs("core-should", shouldWrapsOf(streamWrapShouldFaults))
 	},
 	"TestStreamReadingsPass": func() []proofJob {
 		var ws []string
@@ -289,18 +283,12 @@ var proofPlan = map[string]func() []proofJob{
 		slices.Sort(ws)
 		return wrapJobs(ws, "core")
 	},
-	"TestReceiptFaultsCaught":        func() []proofJob { return faultJobs(receiptFaults, nil, "receipts") },
-	"TestReceiptWrappedFaultsCaught": func() []proofJob { return wrapFaultJobs(receiptWrapFaults, "receipts") },
-	"TestReceiptShouldFaultsWarn": func() []proofJob {
-		var jobs []proofJob
-		for _, tc := range receiptShouldFaults {
-			jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels: "receipts"})
-		}
-		return jobs
-	},
+	"TestReceiptFaultsCaught":            func() []proofJob { return poolJobs("receipts", faultsOf(receiptFaults)) },
+	"TestReceiptWrappedFaultsCaught":     func() []proofJob { return poolJobs("receipts", wrapsOf(receiptWrapFaults)) },
+	"TestReceiptShouldFaultsWarn":        func() []proofJob { return poolJobs("receipts-should", shouldFaultsOf(receiptShouldFaults)) },
 	"TestReceiptVariantsPass":            func() []proofJob { return variantJobs(refharness.AllVariants(), "receipts") },
 	"TestReceiptWrappedVariantsPass":     func() []proofJob { return wrapJobs(receiptWrapVariants, "receipts") },
-	"TestReceiptWrappedShouldFaultsWarn": func() []proofJob { return wrapJobs(rowNames(receiptWrapShouldFaults), "receipts") },
+	"TestReceiptWrappedShouldFaultsWarn": func() []proofJob { return poolJobs("receipts-should", shouldWrapsOf(receiptWrapShouldFaults)) },
 	"TestReceiptNothingToCheckIsUnverified": func() []proofJob {
 		var jobs []proofJob
 		for _, r := range receiptUnverifiedRows {
