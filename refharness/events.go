@@ -86,13 +86,24 @@ func (s *Server) eventRange(c *call, sel streamSel) (any, *apiError) {
 	if cur != "" && !s.opts.Faults.Has(FaultEventsRepeatOnRange) {
 		pos, ok := s.st.cursorValid(cur)
 		if !ok {
+			if param == "after_event_id" && s.opts.Faults.Has(FaultReplayCursorUnknownEmpty) {
+				return List{Object: "list", Data: []any{}}, nil // the fault: as if nothing followed it
+			}
 			return nil, cursorExpired(param, cur)
 		}
 		after = pos
 	}
 	evs, more := s.st.eventsAfter(sel, after, limit)
-	l := List{Object: "list", Data: make([]any, 0, len(evs))}
-	for _, e := range evs {
+	served := evs
+	if cur != "" && len(evs) > 0 && s.opts.Faults.Has(FaultReplayRangeSkips) {
+		served = evs[1:] // the fault: the first event after the cursor is lost (the page goes on as before)
+	}
+	l := List{Object: "list", Data: make([]any, 0, len(served))}
+	for _, e := range served {
+		if cur != "" && s.opts.Faults.Has(FaultReplayRangeUnstable) {
+			l.Data = append(l.Data, s.readCounted(e)) // the fault: each read of a range differs
+			continue
+		}
 		l.Data = append(l.Data, e)
 	}
 	if more {
@@ -277,6 +288,9 @@ func (s *Server) frame(buf *bytes.Buffer, e *Event) {
 	if s.opts.Faults.Has(FaultSSEPayloadDrift) && e.Event == "agent.message" {
 		data = driftText(data)
 	}
+	if s.opts.Faults.Has(FaultReplayUnmarkedSSE) && e.Replayed {
+		data = unmarkReplayed(data)
+	}
 	if s.opts.Variants.Has(VariantKeepAliveEveryFrame) {
 		buf.WriteString(": keep-alive\n")
 	}
@@ -327,4 +341,42 @@ func driftText(data []byte) []byte {
 		return b
 	}
 	return data
+}
+
+// unmarkReplayed is FaultReplayUnmarkedSSE: a replayed event's replayed
+// flag cleared, on the SSE wire only.
+func unmarkReplayed(data []byte) []byte {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return data
+	}
+	m["replayed"] = false
+	if b, err := json.Marshal(m); err == nil {
+		return b
+	}
+	return data
+}
+
+// readCounted is FaultReplayRangeUnstable: event e as one read of a range
+// returns it, its payload carrying how many ranges were read so far.
+func (s *Server) readCounted(e *Event) any {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return e
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return e
+	}
+	p, _ := m["payload"].(map[string]any)
+	if p == nil {
+		p = map[string]any{}
+		m["payload"] = p
+	}
+	p["read_count"] = s.rangeReads.Add(1)
+	return m
 }

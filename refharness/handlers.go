@@ -31,7 +31,10 @@ func (s *Server) discoveryDoc() map[string]any {
 		"current_version":    ProtocolVersion,
 		"supported_versions": []string{ProtocolVersion},
 		"capabilities": map[string]any{
-			"rest": true, "sse": true, "receipts": true, "replay": false,
+			"rest": true, "sse": true, "receipts": true,
+			// POST /v1/tasks/{id}/replay and replay metadata (replay.go,
+			// docs/replay.md), unless VariantNoReplay takes them away.
+			"replay": s.replayOffered(),
 			// The harn-ws.v1 profile (docs/websocket.md) is served when a
 			// WebSocket adapter is mounted (core.go, package wsadapter).
 			"websocket":               s.upgradeHandler() != nil,
@@ -117,6 +120,9 @@ func (s *Server) cardCapabilities() []string {
 		caps = append(caps, "websocket")
 	}
 	caps = append(caps, "receipts")
+	if s.replayOffered() { // as discovery says
+		caps = append(caps, "replay")
+	}
 	if !s.opts.Variants.Has(VariantNoScenarioHook) {
 		caps = append(caps, "conform.scenarios")
 	}

@@ -34,7 +34,9 @@ func (s *Server) expandToolEventsLocked(c *commit) {
 	out := make([]*Event, 0, len(c.Events)+4)
 	for _, e := range c.Events {
 		id, _ := e.Payload["tool_call_id"].(string)
-		if !strings.HasPrefix(e.Event, "tool.") || id == "" {
+		// A replayed tool event (replay_run.go) comes with its replayed
+		// views already: the source's were replayed beside it.
+		if !strings.HasPrefix(e.Event, "tool.") || id == "" || e.Replay != nil {
 			out = append(out, e)
 			continue
 		}
@@ -72,7 +74,14 @@ func (s *Server) expandToolEventsLocked(c *commit) {
 			if e.Event != "tool.completed" {
 				spanKind = "span.failed"
 			}
-			out = append(out, e, derive("agent.tool_result", map[string]any{"tool_call_id": resultID, "output": e.Payload["output"], "status": status}), spanEv(spanKind))
+			result := map[string]any{"tool_call_id": resultID, "output": e.Payload["output"], "status": status}
+			if k, ok := e.Payload["override_key"]; ok {
+				// The result carries the dependency the call recorded
+				// (a replay step's, replay_steps.go): a replay substitutes
+				// its output too.
+				result["override_key"] = k
+			}
+			out = append(out, e, derive("agent.tool_result", result), spanEv(spanKind))
 		default:
 			out = append(out, e)
 		}

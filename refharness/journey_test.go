@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,9 +28,9 @@ import (
 // success statuses. The test fails when the document gains an operation the
 // journey does not drive, so the Harness and the journey grow with it.
 //
-// The Harness does not claim Replay (discovery replay: false), so
-// replayTask is driven as an unoffered operation: it must answer 501
-// not_implemented (docs/interpretations.md#unoffered-routes).
+// An operation the Harness does not offer would be driven as unoffered (it
+// must answer 501 not_implemented, docs/interpretations.md#unoffered-routes);
+// since Replay (issue 12) there is none.
 func TestSDKJourney(t *testing.T) {
 	doc, err := openapi.Default()
 	if err != nil {
@@ -47,7 +47,7 @@ func TestSDKJourney(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unoffered := map[string]bool{"replayTask": true}
+	unoffered := map[string]bool{}
 	var mu sync.Mutex
 	driven := map[string][]int{} // operationId -> statuses seen
 	c = c.WithObserver(func(tr client.Traffic) {
@@ -70,8 +70,8 @@ func TestSDKJourney(t *testing.T) {
 
 	// Discovery and the local server.
 	disc := j.do("GET", "/v1", nil, "", true)
-	if caps, _ := disc["capabilities"].(map[string]any); caps["replay"] != false {
-		t.Fatalf("discovery capabilities.replay = %v: the journey takes replayTask as unoffered only while the Harness does not claim Replay", caps["replay"])
+	if caps, _ := disc["capabilities"].(map[string]any); caps["replay"] != true {
+		t.Fatalf("discovery capabilities.replay = %v: the journey drives replayTask as an offered operation", caps["replay"])
 	}
 	j.do("GET", "/v1/agent-card", nil, "", true)
 	for _, p := range []string{"/health", "/version", "/openapi.json"} {
@@ -188,11 +188,27 @@ func TestSDKJourney(t *testing.T) {
 	j.do("GET", "/v1/quotas", nil, "", false)
 	j.do("GET", "/v1/quotas/"+client.Seg(quota), nil, "", false)
 
-	// Replay is not offered.
-	r := j.raw(client.Request{Method: "POST", Path: "/v1/tasks/" + client.Seg(task) + "/replay", Body: map[string]any{"mode": "exact"}})
-	var e struct{ Error struct{ Code string } }
-	if json.Unmarshal(r.Body, &e); r.Status != http.StatusNotImplemented || e.Error.Code != CodeNotImplemented {
-		t.Errorf("replayTask: %s %s, want 501 %s", r, r.Body, CodeNotImplemented)
+	// Replay: an exact replay of the finished task, and a replay with an
+	// override of a recorded dependency.
+	rep := j.do("POST", "/v1/tasks/"+client.Seg(task)+"/replay", map[string]any{"mode": "exact"}, "replay-1", false)
+	if rep["parent_task_id"] != task || rep["session_id"] != sess {
+		t.Errorf("replay task = %v, want parent_task_id %s in session %s", rep, task, sess)
+	}
+	j.awaitStatus(id(rep), StatusCompleted)
+	dep := id(j.do("POST", "/v1/sessions/"+client.Seg(sess)+"/tasks", scenarioTask(step("clock_read", "label", "now", "value_ms", 1000)), "task-5", false))
+	j.awaitStatus(dep, StatusCompleted)
+	over := j.do("POST", "/v1/tasks/"+client.Seg(dep)+"/replay", map[string]any{"mode": "with_overrides",
+		"override": map[string]any{"time:now": map[string]any{"kind": "time", "value": 2000}}}, "replay-2", false)
+	j.awaitStatus(id(over), StatusCompleted)
+	var replayed bool
+	for _, ev := range j.do("GET", "/v1/tasks/"+client.Seg(id(over))+"/events", nil, "", false)["data"].([]any) {
+		e := ev.(map[string]any)
+		if p, _ := e["payload"].(map[string]any); e["replayed"] == true && fmt.Sprint(p["value_ms"]) == "2000" {
+			replayed = true
+		}
+	}
+	if !replayed {
+		t.Errorf("the override replay has no replayed clock reading of 2000")
 	}
 
 	// Every operation was driven, and answered as documented.

@@ -157,6 +157,9 @@ func (s *Server) localCapabilities() []map[string]any {
 		{"id": "permission_requests", "description": "host-mediated approvals: list and respond to permission requests"},
 		{"id": "workspace_files", "description": "UTF-8 files under a workspace root, read and written over REST"},
 	}
+	if s.replayOffered() {
+		caps = append(caps, map[string]any{"id": "replay", "description": "task replay from the durable event log in three modes, with receipt deltas and tapes (docs/replay.md)"})
+	}
 	if !s.opts.Variants.Has(VariantNoScenarioHook) {
 		caps = append(caps, map[string]any{"id": "conform.scenarios", "description": "tasks obey metadata[\"conform.scenario\"] (docs/scenarios.md)"})
 	}

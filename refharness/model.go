@@ -159,6 +159,9 @@ type Event struct {
 	PreviousEventID *string        `json:"previous_event_id"`
 	ReceiptID       *string        `json:"receipt_id"`
 	Replayed        bool           `json:"replayed"`
+	// Replay is the replay metadata of an event a replay produced
+	// (replay.go); absent on every other event.
+	Replay *ReplayMeta `json:"replay,omitempty"`
 	// TraceID and SpanID correlate a tool call's events (hostev.go); only
 	// those carry them, so they are left out, not null, elsewhere.
 	TraceID *string `json:"trace_id,omitempty"`

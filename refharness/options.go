@@ -327,6 +327,61 @@ const (
 	FaultWSIdempotencyIgnored     Fault = "ws-idempotency-ignored"     // a command's idempotency_key is ignored: a repeat acts twice
 )
 
+// Replay faults (replay*.go, events.go), issue 12: each breaks one RPLY
+// requirement of the Replay level (docs/replay.md; the suite's rows are
+// cmd/conform/faults_replay_test.go).
+const (
+	FaultReplayRangeSkips          Fault = "replay-range-skips"           // an event list (task, session or global) read with after_event_id omits the first event that follows the cursor
+	FaultReplayRangeUnstable       Fault = "replay-range-unstable"        // a repeated read of the same range returns the events with a payload member (payload.read_count) that changes per read
+	FaultReplayCursorUnknownEmpty  Fault = "replay-cursor-unknown-empty"  // an unknown after_event_id answers 200 with an empty list instead of 410 cursor_expired
+	FaultReplayAnswers201          Fault = "replay-answers-201"           // POST /replay answers 201 instead of 202
+	FaultReplayNoParent            Fault = "replay-no-parent"             // later reads of the replay task show parent_task_id null (the 202 answer still has it)
+	FaultReplayNewSession          Fault = "replay-new-session"           // the replay task is put in a new session (no branch lineage)
+	FaultReplaySkipsStarted        Fault = "replay-skips-started"         // the replay task goes SUBMITTED -> COMPLETED without task.started
+	FaultReplayBodyRequired        Fault = "replay-body-required"         // a replay request with no body (or {}) is refused 400
+	FaultReplayTaskModeExact       Fault = "replay-task-mode-exact"       // the replay Task's metadata.replay.mode is always "exact" (events still carry the right mode)
+	FaultReplayExactRefreshes      Fault = "replay-exact-refreshes"       // exact replay of material not retained makes up a fresh value and completes instead of failing
+	FaultReplayOverridesIgnored    Fault = "replay-overrides-ignored"     // with_overrides replays the recorded material (deltas still written)
+	FaultReplayCheckpointUnchecked Fault = "replay-checkpoint-unchecked"  // from_checkpoint without checkpoint_id/checkpoint_event_id is accepted (202, replays from the start)
+	FaultReplayCheckpointIgnored   Fault = "replay-checkpoint-ignored"    // a valid from_checkpoint replays from the start of the source log
+	FaultReplayOverrideUnstable    Fault = "replay-override-unstable"     // an overridden model response's text gets the replay task id appended (differs per replay)
+	FaultReplayKeysUnstable        Fault = "replay-keys-unstable"         // model call override keys embed the task id (llm:<task id>:<call_id>): they differ per run (a SHOULD)
+	FaultReplayKeysNonstandard     Fault = "replay-keys-nonstandard"      // model call override keys are model:<call_id> instead of llm:<call_id> (a SHOULD)
+	FaultReplaySecretOverrideLeaks Fault = "replay-secret-override-leaks" // a secret override's value appears in the replayed secret_read event payload (a SHOULD)
+	FaultReplayLogReordered        Fault = "replay-log-reordered"         // replayed events are emitted in reverse source order
+	FaultReplayMetaNoSource        Fault = "replay-meta-no-source"        // replay.source_task_id is empty
+	FaultReplayMetaNoReplayTask    Fault = "replay-meta-no-replay-task"   // replay.replay_task_id names the source task
+	FaultReplayMetaNoOriginal      Fault = "replay-meta-no-original"      // replay.original_event_id is null
+	FaultReplayMetaNoCursor        Fault = "replay-meta-no-cursor"        // replay.replay_cursor is null
+	FaultReplayMetaWrongMode       Fault = "replay-meta-wrong-mode"       // replay.mode on replayed events is always "exact"
+	FaultReplayMetaNoOverrideKey   Fault = "replay-meta-no-override-key"  // substituted events carry no replay.override_key
+	FaultReplayUnmarkedSSE         Fault = "replay-unmarked-sse"          // replayed events are served with replayed:false on SSE only
+	FaultReplayDeltaMissing        Fault = "replay-delta-missing"         // the replay receipt drops the delta of the last applied override
+	FaultReplayDeltaNoKey          Fault = "replay-delta-no-key"          // replay receipt deltas carry no override_key
+	FaultReplayDeltaWrongHash      Fault = "replay-delta-wrong-hash"      // a delta's after_sha256 is its before hash
+	FaultReplayDeltaNoReason       Fault = "replay-delta-no-reason"       // replay receipt deltas carry no reason
+	FaultReplayReceiptLeaksSecret  Fault = "replay-receipt-leaks-secret"  // a secret override's value is written into the replay receipt (its material's metadata)
+	FaultReplayManyOverridesFail   Fault = "replay-many-overrides-fail"   // a replay whose override map has 5 or more keys ends FAILED (the fixture request has 5)
+	FaultReplayMaterialsUnsorted   Fault = "replay-materials-unsorted"    // the receipt lists override materials (and deltas, paths kept consistent) in reverse key order
+	FaultReplayFailureUnnamed      Fault = "replay-failure-unnamed"       // a failed replay names no missing dependency, and unknown checkpoint/artifact refusals name nothing
+	FaultReplayRefreshesMemory     Fault = "replay-refreshes-memory"      // a replayed memory_read reads the memories' current contents
+	FaultReplayBringsNewMemory     Fault = "replay-brings-new-memory"     // a replayed memory_read adds memories created after the source ran
+	FaultReplayDeltasUnhashed      Fault = "replay-deltas-unhashed"       // a replay receipt is sealed with its deltas emptied, then served with them: its hash leaves them out
+)
+
+// ReplayFaults lists the replay faults (AllFaults includes them).
+func ReplayFaults() []Fault {
+	return []Fault{FaultReplayRangeSkips, FaultReplayRangeUnstable, FaultReplayCursorUnknownEmpty, FaultReplayAnswers201,
+		FaultReplayNoParent, FaultReplayNewSession, FaultReplaySkipsStarted, FaultReplayBodyRequired, FaultReplayTaskModeExact,
+		FaultReplayExactRefreshes, FaultReplayOverridesIgnored, FaultReplayCheckpointUnchecked, FaultReplayCheckpointIgnored,
+		FaultReplayOverrideUnstable, FaultReplayKeysUnstable, FaultReplayKeysNonstandard, FaultReplaySecretOverrideLeaks,
+		FaultReplayLogReordered, FaultReplayMetaNoSource, FaultReplayMetaNoReplayTask, FaultReplayMetaNoOriginal,
+		FaultReplayMetaNoCursor, FaultReplayMetaWrongMode, FaultReplayMetaNoOverrideKey, FaultReplayUnmarkedSSE,
+		FaultReplayDeltaMissing, FaultReplayDeltaNoKey, FaultReplayDeltaWrongHash, FaultReplayDeltaNoReason,
+		FaultReplayReceiptLeaksSecret, FaultReplayManyOverridesFail, FaultReplayMaterialsUnsorted, FaultReplayFailureUnnamed,
+		FaultReplayRefreshesMemory, FaultReplayBringsNewMemory, FaultReplayDeltasUnhashed}
+}
+
 // WSFaults lists the WebSocket faults (AllFaults includes them).
 func WSFaults() []Fault {
 	return []Fault{FaultWSUpgradeUnauthenticated, FaultWSAdvertisesPlainRemote, FaultWSBinaryEventFrames, FaultWSMessageNotAppended,
@@ -336,7 +391,7 @@ func WSFaults() []Fault {
 
 // AllFaults lists every fault, for tests that iterate them.
 func AllFaults() []Fault {
-	return []Fault{
+	return append([]Fault{
 		FaultSkipVersionCheck, FaultNoSupportedVersions, FaultAcceptMissingKey, FaultAcceptAnyKey,
 		FaultEchoKeyInError, FaultForgetIdempotency, FaultIdempotencyNoConflict,
 		FaultDuplicateOnConcurrentRetry, FaultDropSSEID, FaultIgnoreLastEventID, FaultResumeRepeatsEvent,
@@ -380,7 +435,7 @@ func AllFaults() []Fault {
 		FaultWSUpgradeUnauthenticated, FaultWSAdvertisesPlainRemote, FaultWSBinaryEventFrames, FaultWSMessageNotAppended,
 		FaultWSCancelIgnored, FaultWSTruncateKeepsAll, FaultWSEventFrameDiffers, FaultWSNoInputRequest, FaultWSApprovalAnswerIgnored,
 		FaultWSResumeSkipsEvent, FaultWSNoHeartbeat, FaultWSReplayedUnmarked, FaultWSIdempotencyIgnored,
-	}
+	}, ReplayFaults()...)
 }
 
 // Variant names a legal but unusual behaviour a conformance suite must accept.
@@ -430,9 +485,15 @@ const (
 // it one.
 const VariantNoOAuthTestTokens Variant = "no-oauth-test-tokens"
 
+// VariantNoReplay offers no Replay level, as a target that does not claim
+// it: discovery says replay: false, the agent card does not list it, and
+// POST /v1/tasks/{id}/replay answers 501 not_implemented (an unoffered
+// protocol operation). Tasks still record their dependencies and tapes.
+const VariantNoReplay Variant = "no-replay"
+
 // AllVariants lists every variant.
 func AllVariants() []Variant {
 	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
 		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent,
-		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly, VariantNoOAuthTestTokens}
+		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly, VariantNoOAuthTestTokens, VariantNoReplay}
 }

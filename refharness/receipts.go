@@ -1,6 +1,7 @@
 package refharness
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -275,9 +276,10 @@ func (s *Server) issueReceiptLocked(cm *commit, t *Task, o *Outcome, ev *Event) 
 
 // receiptDraft is what a receipt takes from the projection, read under s.mu.
 type receiptDraft struct {
-	id  string
-	run *taskRun
-	now string // issued_at
+	id     string
+	run    *taskRun
+	now    string       // issued_at
+	replay *replayDraft // a replay task's: its receipt is a replay receipt (replay_receipt.go)
 }
 
 // receiptPlan is a receipt built and, but for its link to the previous
@@ -290,6 +292,9 @@ type receiptPlan struct {
 	signer    receipt.Signer
 	signers   []receipt.Signer
 	pre       *presealed // nil: seal doc whole in finishReceipt
+	// unhashed are deltas put into the receipt after sealing (the fault
+	// replay-deltas-unhashed); nil otherwise.
+	unhashed []any
 }
 
 // sealedReceipt is a sealed receipt ready to go into its task's commit.
@@ -302,6 +307,9 @@ type sealedReceipt struct {
 // did. Holds s.mu.
 func (s *Server) draftReceiptLocked(t *Task) *receiptDraft {
 	id := s.freshID("receipt")
+	if r := s.st.rp.runs[t.ID]; r != nil {
+		return &receiptDraft{id: id, now: s.now(), replay: s.replayDraftLocked(t, r)}
+	}
 	run := s.gatherRunLocked(t)
 	return &receiptDraft{id: id, run: run, now: s.now()}
 }
@@ -311,6 +319,9 @@ func (s *Server) draftReceiptLocked(t *Task) *receiptDraft {
 // head. It reads only d, t, o and the server's fixed configuration, so it
 // needs no lock.
 func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptPlan, error) {
+	if d.replay != nil {
+		return s.prepareReplayReceipt(d, t)
+	}
 	id, run, now := d.id, d.run, d.now
 	docID := id
 	if s.opts.Faults.Has(FaultReceiptIDMismatch) {
@@ -452,6 +463,19 @@ func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptP
 			}
 		}
 	}
+	signer, signers, err := s.receiptSigners()
+	if err != nil {
+		return nil, err
+	}
+	return &receiptPlan{id: id, artifacts: run.artifacts, doc: doc, signer: signer, signers: signers,
+		pre: preseal(doc, signers)}, nil
+}
+
+// receiptSigners is how a receipt is signed: the harness's key over the
+// hash string (over the canonical bytes under VariantReceiptSignCanonical,
+// another key under FaultReceiptWrongKey), and the signers that sign it
+// (none under VariantReceiptUnsigned).
+func (s *Server) receiptSigners() (receipt.Signer, []receipt.Signer, error) {
 	signer := receipt.Signer{KeyID: s.rkey.id, Key: s.rkey.priv, SignedAt: s.clock()}
 	if s.opts.Variants.Has(VariantReceiptSignCanonical) {
 		signer.Profile = receipt.ProfileCanonical
@@ -459,7 +483,7 @@ func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptP
 	if s.opts.Faults.Has(FaultReceiptWrongKey) {
 		_, other, err := ed25519.GenerateKey(nil)
 		if err != nil {
-			return nil, err
+			return signer, nil, err
 		}
 		signer.Key = other
 	}
@@ -467,8 +491,7 @@ func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptP
 	if !s.opts.Variants.Has(VariantReceiptUnsigned) {
 		signers = append(signers, signer)
 	}
-	return &receiptPlan{id: id, artifacts: run.artifacts, doc: doc, signer: signer, signers: signers,
-		pre: preseal(doc, signers)}, nil
+	return signer, signers, nil
 }
 
 // finishReceipt links p to head, the hash of the receipt issued before it
@@ -496,6 +519,12 @@ func (s *Server) finishReceipt(p *receiptPlan, head string) (*sealedReceipt, err
 		}
 		raw, hash = string(sealed), h
 	}
+	if p.unhashed != nil {
+		var err error
+		if raw, err = withDeltas([]byte(raw), p.unhashed); err != nil {
+			return nil, err
+		}
+	}
 	if f := s.opts.Faults; f.Has(FaultReceiptUpperHash) || f.Has(FaultReceiptSignsDigest) || f.Has(FaultReceiptHashCorrupt) {
 		var err error
 		if raw, hash, err = s.receiptFaults([]byte(raw), hash, p.signer); err != nil {
@@ -503,6 +532,20 @@ func (s *Server) finishReceipt(p *receiptPlan, head string) (*sealedReceipt, err
 		}
 	}
 	return &sealedReceipt{id: p.id, hash: hash, raw: raw, artifacts: p.artifacts}, nil
+}
+
+// withDeltas puts deltas into a sealed receipt, leaving its hash and
+// signatures as they were (the fault replay-deltas-unhashed).
+func withDeltas(sealed []byte, deltas []any) (string, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(sealed))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return "", err
+	}
+	m["deltas"] = deltas
+	out, err := json.Marshal(m)
+	return string(out), err
 }
 
 // receiptFaults applies the faults that alter a receipt after sealing.

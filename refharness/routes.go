@@ -96,7 +96,7 @@ func (s *Server) routes() []route {
 		{method: "GET", pattern: "branches/{}", get: s.getBranch},
 		{method: "GET", pattern: "skills", get: s.listSkills},
 		{method: "GET", pattern: "skills/{}", get: s.getSkill},
-	}, slices.Concat(s.receiptRoutes(), s.mgmtRoutes(), s.permissionRoutes(), s.localRoutes())...) // mgmt.go, permissions.go, local.go
+	}, slices.Concat(s.receiptRoutes(), s.mgmtRoutes(), s.permissionRoutes(), s.localRoutes(), s.replayRoutes())...) // mgmt.go, permissions.go, local.go, replay.go
 }
 
 // match reports whether segs fit pattern, returning the {} values.

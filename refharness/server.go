@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harn-conform/conform/refharness/journal"
@@ -44,6 +45,8 @@ type Server struct {
 	runners  map[string]*runner
 	// idemWrites counts keyed writes, to pace pruning of expired records.
 	idemWrites int
+	// rangeReads counts event range reads under FaultReplayRangeUnstable.
+	rangeReads atomic.Int64
 	table      []route
 	upgrade    upgrader   // a mounted transport adapter (core.go)
 	rkey       signingKey // signs receipts (receipts_api.go)

@@ -25,7 +25,7 @@ func TestPublicEndpointsNeedNoHeaderOrKey(t *testing.T) {
 		t.Errorf("discovery = %s", d.Raw)
 	}
 	caps := d.Body["capabilities"].(map[string]any)
-	want := map[string]any{"rest": true, "sse": true, "websocket": false, "receipts": true, "replay": false, "conform.scenarios": "v1",
+	want := map[string]any{"rest": true, "sse": true, "websocket": false, "receipts": true, "replay": true, "conform.scenarios": "v1",
 		VerifySubmittedCapability: true}
 	for k, v := range want {
 		if caps[k] != v {

@@ -28,6 +28,9 @@ type commit struct {
 	Files []*WorkspaceFile     `json:"workspace_files,omitempty"`     // local.go
 
 	Owners map[string]string `json:"owners,omitempty"` // new resource id -> the actor whose request created it (authz.go)
+
+	Deps    []*depRecord `json:"replay_deps,omitempty"` // recorded dependencies of a task's run (replay.go)
+	Replays []*replayRun `json:"replays,omitempty"`     // accepted replay requests (replay.go)
 }
 
 // put stores one resource version; exactly one field is set.
@@ -158,6 +161,7 @@ type state struct {
 	rc receiptState // issued receipts and published keys
 	mg mgmtState    // memories, vaults, quotas, connectors (mgmt.go)
 	pr permState    // permission requests (permissions.go)
+	rp replayState  // recorded dependencies and replay runs (replay.go)
 
 	owners map[string]string // resource id -> creating actor (authz.go)
 
@@ -306,6 +310,7 @@ func (st *state) apply(c *commit, retention int) error {
 	st.rc.apply(c)
 	st.mg.apply(c.Mgmt)
 	st.pr.apply(c)
+	st.rp.apply(c)
 	for id, actor := range c.Owners {
 		if st.owners == nil {
 			st.owners = map[string]string{}

@@ -24,6 +24,7 @@ type runner struct {
 	kinds     []string
 	signal    chan struct{}
 	artifacts []*Artifact
+	replay    *replayRun // set for a replay task: its run replaces the scenario (replay_run.go)
 }
 
 // ending is how a task's terminal transition ends.
@@ -249,6 +250,7 @@ func (s *Server) terminalLocked(cm *commit, t *Task, o *Outcome, from string, fa
 		payload["failure"] = failure
 	}
 	cm.Puts = append(cm.Puts, put{Task: t}, put{Outcome: o})
+	s.addTapeLocked(cm, t) // replay_tape.go: the run's tape, as an artifact of the task
 	ev := s.newEvent(transitionEvent(from, t.Status), Pointer{"task", t.ID}, payload, t.WorkspaceID, t.SessionID, t.ID, actor)
 	cm.Events = append(cm.Events, ev)
 	return ev
@@ -357,6 +359,10 @@ func (s *Server) startWorker(id string, sc *scenario.Scenario, rn *runner) {
 }
 
 func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *runner) {
+	if rn.replay != nil {
+		s.runReplay(ctx, id, rn.replay) // replay_run.go
+		return
+	}
 	steps := s.defaultSteps(s.taskInput(id))
 	if sc != nil {
 		steps = sc.Steps
@@ -418,6 +424,9 @@ func (s *Server) taskInput(id string) string {
 
 // step executes one scenario step; false means stop (task terminal, canceled or server closing).
 func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
+	if scenario.IsReplayStep(st.Op) {
+		return s.dependencyStep(ctx, id, st) // replay_steps.go
+	}
 	switch st.Op {
 	case scenario.OpWork:
 		return sleep(ctx, time.Duration(st.MS)*time.Millisecond)
@@ -592,7 +601,8 @@ func (s *Server) movableLocked(ctx context.Context, id, to string) (*Task, bool)
 	if Terminal(old.Status) && !overwrite {
 		return nil, false
 	}
-	if !Allowed(old.Status, to) && !overwrite && !s.opts.Faults.Has(FaultIllegalTransition) && !s.opts.Faults.Has(FaultPlainSkipsWork) {
+	skips := s.opts.Faults.Has(FaultReplaySkipsStarted) && s.st.rp.runs[id] != nil // the fault: a replay that never starts
+	if !Allowed(old.Status, to) && !overwrite && !skips && !s.opts.Faults.Has(FaultIllegalTransition) && !s.opts.Faults.Has(FaultPlainSkipsWork) {
 		// A worker bug, not a client's: refuse it and stop the worker rather
 		// than crash the server. Tests notice the task never finishing.
 		return nil, false
@@ -829,6 +839,9 @@ func (s *Server) recoverTasks() error {
 		if v, ok := t.Metadata[scenario.Key]; ok {
 			sc, _ = scenario.Parse(v) // validated at submit
 		}
+		s.mu.RLock()
+		runners[id].replay = s.st.rp.runs[id] // a replay accepted before the restart (replay.go)
+		s.mu.RUnlock()
 		s.startWorker(id, sc, runners[id])
 	}
 	return nil

@@ -82,6 +82,22 @@ type Step struct {
 	VaultID    string         `json:"vault_id,omitempty"`
 	Capability string         `json:"capability,omitempty"`
 	Visibility string         `json:"visibility,omitempty"` // emit: the class of the messages' text part (default public)
+
+	// The replay steps' fields (replay.go): recorded dependencies.
+	Label        string          `json:"label,omitempty"`
+	ValueMS      *int64          `json:"value_ms,omitempty"`
+	Source       string          `json:"source,omitempty"`
+	CallID       string          `json:"call_id,omitempty"`
+	Request      json.RawMessage `json:"request,omitempty"`
+	Response     json.RawMessage `json:"response,omitempty"`
+	Retain       *bool           `json:"retain,omitempty"`
+	Server       string          `json:"server,omitempty"`
+	Arguments    json.RawMessage `json:"arguments,omitempty"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Program      string          `json:"program,omitempty"`
+	Args         []string        `json:"args,omitempty"`
+	Value        *string         `json:"value,omitempty"`
+	CheckpointID string          `json:"checkpoint_id,omitempty"`
 }
 
 // Terminal reports whether the step ends the task.
@@ -146,46 +162,80 @@ func Parse(v any) (*Scenario, error) {
 		}
 		sc.Steps = append(sc.Steps, st)
 	}
+	if err := uniqueKeys(sc.Steps, base); err != nil {
+		return nil, err
+	}
 	return sc, nil
 }
 
+// allowedFields are the fields each op may carry (the replay steps' are
+// added by replay.go).
+var allowedFields = map[Op][]string{
+	OpWork:          {"ms"},
+	OpEmit:          {"count", "interval_ms", "text", "visibility"},
+	OpReason:        {"text", "summary"},
+	OpRedact:        {"name", "reason"},
+	OpArtifact:      {"kind", "mime_type", "name", "content"},
+	OpInputRequired: {"prompt"},
+	OpAuthRequired:  {"reason"},
+	OpToolApproval:  {"tool", "input"},
+	OpComplete:      {"summary"},
+	OpFail:          {"code", "message"},
+	OpUseSecret:     {"secret", "tool"},
+	OpVaultSecret:   {"vault_id", "name", "tool"},
+	OpToolCall:      {"tool", "capability", "input", "content"},
+}
+
+func init() {
+	for op, fs := range replayFields {
+		allowedFields[op] = fs
+	}
+}
+
+// field is one field of a step: its name and whether the step sets it.
+type field struct {
+	name string
+	set  bool
+}
+
+// fieldsSet lists every field and whether st sets it, in a fixed order (so
+// that a step with several fields its op does not take is refused for the
+// same one every time), without a map: Parse runs on every receipt of a
+// task with a secret.
+func fieldsSet(st Step) [33]field {
+	return [33]field{
+		{"ms", st.MS != 0}, {"count", st.Count != 0}, {"interval_ms", st.IntervalMS != 0}, {"text", st.Text != ""},
+		{"prompt", st.Prompt != ""}, {"reason", st.Reason != ""}, {"tool", st.Tool != ""}, {"input", st.Input != nil},
+		{"kind", st.Kind != ""}, {"mime_type", st.MimeType != ""}, {"name", st.Name != ""}, {"content", st.Content != ""},
+		{"summary", st.Summary != ""}, {"code", st.Code != ""}, {"message", st.Message != ""}, {"secret", st.Secret != ""},
+		{"capability", st.Capability != ""}, {"vault_id", st.VaultID != ""}, {"visibility", st.Visibility != ""},
+		// The replay steps' fields (replay.go).
+		{"label", st.Label != ""}, {"value_ms", st.ValueMS != nil}, {"source", st.Source != ""}, {"call_id", st.CallID != ""},
+		{"request", st.Request != nil}, {"response", st.Response != nil}, {"retain", st.Retain != nil}, {"server", st.Server != ""},
+		{"arguments", st.Arguments != nil}, {"result", st.Result != nil}, {"program", st.Program != ""}, {"args", st.Args != nil},
+		{"value", st.Value != nil}, {"checkpoint_id", st.CheckpointID != ""},
+	}
+}
+
 func check(st Step, p string) error {
-	allowed := map[Op][]string{
-		OpWork:          {"ms"},
-		OpEmit:          {"count", "interval_ms", "text", "visibility"},
-		OpReason:        {"text", "summary"},
-		OpRedact:        {"name", "reason"},
-		OpArtifact:      {"kind", "mime_type", "name", "content"},
-		OpInputRequired: {"prompt"},
-		OpAuthRequired:  {"reason"},
-		OpToolApproval:  {"tool", "input"},
-		OpComplete:      {"summary"},
-		OpFail:          {"code", "message"},
-		OpUseSecret:     {"secret", "tool"},
-		OpVaultSecret:   {"vault_id", "name", "tool"},
-		OpToolCall:      {"tool", "capability", "input", "content"},
-	}
-	fields, ok := allowed[st.Op]
+	fields, ok := allowedFields[st.Op]
 	if !ok {
-		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, reason, redact, complete, fail", st.Op)}
+		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, reason, redact, %s, complete, fail", st.Op, replayOpNames)}
 	}
-	set := map[string]bool{
-		"ms": st.MS != 0, "count": st.Count != 0, "interval_ms": st.IntervalMS != 0, "text": st.Text != "",
-		"prompt": st.Prompt != "", "reason": st.Reason != "", "tool": st.Tool != "", "input": st.Input != nil,
-		"kind": st.Kind != "", "mime_type": st.MimeType != "", "name": st.Name != "", "content": st.Content != "",
-		"summary": st.Summary != "", "code": st.Code != "", "message": st.Message != "", "secret": st.Secret != "",
-		"capability": st.Capability != "", "vault_id": st.VaultID != "", "visibility": st.Visibility != "",
-	}
-	for f, isSet := range set {
-		if isSet && !contains(fields, f) {
-			return &Error{p + "." + f, fmt.Sprintf("field not allowed on op %q (allowed: %s)", st.Op, strings.Join(fields, ", "))}
+	for _, f := range fieldsSet(st) {
+		if f.set && !contains(fields, f.name) {
+			return &Error{p + "." + f.name, fmt.Sprintf("field not allowed on op %q (allowed: %s)", st.Op, strings.Join(fields, ", "))}
 		}
 	}
-	for f, s := range map[string]string{"text": st.Text, "prompt": st.Prompt, "reason": st.Reason, "tool": st.Tool,
-		"kind": st.Kind, "mime_type": st.MimeType, "name": st.Name, "summary": st.Summary, "code": st.Code, "message": st.Message, "secret": st.Secret, "capability": st.Capability, "vault_id": st.VaultID, "visibility": st.Visibility} {
-		if len(s) > maxStringSize {
-			return &Error{p + "." + f, fmt.Sprintf("got %d bytes, want at most %d", len(s), maxStringSize)}
+	for _, f := range [...]struct{ name, v string }{{"text", st.Text}, {"prompt", st.Prompt}, {"reason", st.Reason}, {"tool", st.Tool},
+		{"kind", st.Kind}, {"mime_type", st.MimeType}, {"name", st.Name}, {"summary", st.Summary}, {"code", st.Code}, {"message", st.Message},
+		{"secret", st.Secret}, {"capability", st.Capability}, {"vault_id", st.VaultID}, {"visibility", st.Visibility}, {"program", st.Program}} {
+		if len(f.v) > maxStringSize {
+			return &Error{p + "." + f.name, fmt.Sprintf("got %d bytes, want at most %d", len(f.v), maxStringSize)}
 		}
+	}
+	if _, ok := replayFields[st.Op]; ok {
+		return checkReplay(st, p)
 	}
 	switch st.Op {
 	case OpWork:

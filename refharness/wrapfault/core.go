@@ -84,11 +84,23 @@ func init() {
 			}
 		}),
 		// The card claims replay, which discovery flags false (the
-		// reference Harness has no replay yet: issue 12).
+		// reference Harness offers replay since issue 12: discovery's
+		// flag is turned off, the card's claim kept or added).
 		"card-claims-replay": rewriting(func(r *http.Request, v any) {
-			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			switch r.URL.Path {
+			case "/v1":
+				if caps, ok := m["capabilities"].(map[string]any); ok {
+					caps["replay"] = false
+				}
+			case "/v1/agent-card":
 				caps, _ := m["capabilities"].([]any)
-				m["capabilities"] = append(caps, "replay")
+				if !slices.Contains(caps, any("replay")) {
+					m["capabilities"] = append(caps, "replay")
+				}
 			}
 		}),
 		"failure-hidden": rewriting(func(_ *http.Request, v any) {

@@ -185,6 +185,5 @@ func init() {
 		}),
 		// Replay advertised: the Replay suite that would drive a replay
 		// receipt does not exist yet.
-		"advertises-replay": plain(discovery(func(caps map[string]any) { caps["replay"] = true })),
 	})
 }

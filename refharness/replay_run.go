@@ -1,0 +1,436 @@
+package refharness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+
+	rq "github.com/harn-conform/conform/internal/replay"
+	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// The replay worker: a replay task's run. It goes through the ordinary
+// lifecycle (task.started, then task.completed or task.failed), announces
+// itself (replay.started), replays the source task's replayable events in
+// the source's order, one commit each, each with a new id, replayed: true
+// and its replay metadata, and ends with replay.completed, or replay.failed
+// at the first dependency it cannot replay.
+
+// replayable reports whether a source event is replayed: the agent's
+// activity (agent.*, tool.*, span.*, artifact.*), not the task's lifecycle
+// (task.*) nor what the client sent (user.*).
+func replayable(kind string) bool {
+	for _, p := range []string{"agent.", "tool.", "span.", "artifact."} {
+		if strings.HasPrefix(kind, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// planItem is one source event to replay.
+type planItem struct {
+	e     *Event
+	index int  // its position in the source task's event log, from 0
+	last  bool // the last source event recording its override key: the replay records the dependency there
+}
+
+// replayMissing names a dependency a replay could not replay.
+type replayMissing struct{ kind, id, key string }
+
+// runReplay is the worker of replay task id.
+func (s *Server) runReplay(ctx context.Context, id string, run *replayRun) {
+	if !s.opts.Faults.Has(FaultReplaySkipsStarted) {
+		if !s.move(ctx, id, StatusWorking, nil, nil) {
+			return
+		}
+	}
+	if !s.replayCommit(ctx, id, func(t *Task, cm *commit) *replayMissing {
+		cm.Events = append(cm.Events, s.newEvent("replay.started", Pointer{"task", id},
+			map[string]any{"source_task_id": run.SourceTaskID, "mode": run.Mode}, t.WorkspaceID, t.SessionID, id, agentActor))
+		return nil
+	}) {
+		return
+	}
+	plan, recording := s.replayPlan(run)
+	if s.opts.Faults.Has(FaultReplayLogReordered) {
+		slices.Reverse(plan)
+	}
+	applied := map[string]bool{}
+	for _, it := range plan {
+		var missing *replayMissing
+		ok := s.replayCommit(ctx, id, func(t *Task, cm *commit) *replayMissing {
+			missing = s.replayEventLocked(t, run, it, recording, applied, cm)
+			return missing
+		})
+		if missing != nil {
+			s.failReplay(ctx, id, run, missing)
+			return
+		}
+		if !ok {
+			return
+		}
+	}
+	s.mu.RLock()
+	t, ok := s.st.tasks.get(id)
+	s.mu.RUnlock()
+	if !ok {
+		return
+	}
+	done := s.newEvent("replay.completed", Pointer{"task", id}, map[string]any{"source_task_id": run.SourceTaskID,
+		"events_replayed": len(plan), "overrides_applied": len(applied)}, t.WorkspaceID, t.SessionID, id, agentActor)
+	if s.opts.Faults.Has(FaultReplayManyOverridesFail) && len(run.Overrides) >= 5 {
+		// The fault: a large override map is more than this replay handles.
+		failed := s.newEvent("replay.failed", Pointer{"task", id}, map[string]any{"source_task_id": run.SourceTaskID, "mode": run.Mode},
+			t.WorkspaceID, t.SessionID, id, agentActor)
+		s.move(ctx, id, StatusFailed, nil, &ending{summary: "replay failed", failure: &Failure{Code: "replay_failed",
+			Message: fmt.Sprintf("%d overrides are more than this replay applies", len(run.Overrides))}}, failed)
+		return
+	}
+	s.move(ctx, id, StatusCompleted, nil, &ending{summary: fmt.Sprintf("replay of task %s (%s): %d events replayed, %d overrides applied",
+		run.SourceTaskID, run.Mode, len(plan), len(applied))}, done)
+}
+
+// replayCommit builds and commits one step of replay task id with build,
+// unless the task may no longer move (canceled, ended, the server
+// closing). A build that reports a missing dependency commits nothing.
+func (s *Server) replayCommit(ctx context.Context, id string, build func(t *Task, cm *commit) *replayMissing) bool {
+	s.mu.Lock()
+	t, ok := s.runningLocked(ctx, id)
+	if !ok {
+		s.mu.Unlock()
+		return false
+	}
+	cm := &commit{}
+	if build(t, cm) != nil {
+		s.mu.Unlock()
+		return false
+	}
+	if len(cm.Events) == 0 {
+		s.mu.Unlock()
+		return true
+	}
+	return s.commitAndWait(cm)
+}
+
+// replayPlan lists the source events run replays, in the source's order,
+// after its checkpoint boundary, and the last source event recording each
+// override key (the one a dependency record, and a missing dependency,
+// names).
+func (s *Server) replayPlan(run *replayRun) ([]planItem, map[string]string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	evs, _ := s.sourceEventsLocked(run.SourceTaskID)
+	recording := map[string]string{}
+	for _, e := range evs {
+		if k, _ := e.Payload["override_key"].(string); k != "" {
+			recording[k] = e.ID
+		}
+	}
+	started := run.FromEventID == ""
+	var plan []planItem
+	for i, e := range evs {
+		if !started {
+			started = e.ID == run.FromEventID
+			continue
+		}
+		if !replayable(e.Event) {
+			continue
+		}
+		k, _ := e.Payload["override_key"].(string)
+		plan = append(plan, planItem{e: e, index: i, last: k != "" && recording[k] == e.ID})
+	}
+	return plan, recording
+}
+
+func (run *replayRun) override(key string) *replayOverride {
+	for i := range run.Overrides {
+		if run.Overrides[i].Key == key {
+			return &run.Overrides[i]
+		}
+	}
+	return nil
+}
+
+// replayEventLocked adds the replay of one source event to cm: the event
+// (recorded or substituted), the session message a replayed agent.message
+// appends, and, where the source recorded a dependency, the replay's own
+// record of it. It returns the dependency it cannot replay, if any.
+func (s *Server) replayEventLocked(t *Task, run *replayRun, it planItem, recording map[string]string, applied map[string]bool, cm *commit) *replayMissing {
+	e := it.e
+	payload := maps.Clone(e.Payload)
+	key, _ := payload["override_key"].(string)
+	var dep *depRecord
+	if key != "" {
+		dep = s.st.rp.dep(run.SourceTaskID, key)
+	}
+	ov := run.override(key)
+	var material []byte // the dependency's material as this replay consumed it
+	secretHash := ""
+	if dep != nil {
+		material, secretHash = dep.Value, dep.SHA256
+	}
+	switch {
+	case ov != nil && dep != nil:
+		applied[key] = true
+		if s.opts.Faults.Has(FaultReplayOverridesIgnored) {
+			break // the fault: the recorded material stays
+		}
+		val, hash, m := s.substituteLocked(ov)
+		if m != nil {
+			return m
+		}
+		material, secretHash = val, hash
+		s.substitute(payload, e.Event, dep.Op, val, hash, t.ID)
+		if ov.secret() && s.opts.Faults.Has(FaultReplaySecretOverrideLeaks) && e.Event == "tool.completed" {
+			payload["output"] = s.secretValueLocked(ov) // the fault: the substitute secret in the open
+		}
+	case dep != nil && !dep.Retained:
+		if !s.opts.Faults.Has(FaultReplayExactRefreshes) {
+			return &replayMissing{kind: "event", id: recording[key], key: key}
+		}
+		// The fault: a value is made up instead of failing.
+		material = freshMaterial(dep.Op, s.clock().UnixMilli())
+		s.substitute(payload, e.Event, dep.Op, material, rq.BytesHash(material), t.ID)
+	}
+	if e.Event == "agent.memory_read" {
+		s.rereadMemoryLocked(payload, t.WorkspaceID)
+	}
+	if e.Event == "agent.message" {
+		s.replayMessageLocked(t, e, payload, cm)
+	}
+	res := e.Resource
+	if res == (Pointer{"task", run.SourceTaskID}) {
+		res = Pointer{"task", t.ID}
+	}
+	actor := agentActor
+	if e.Actor != nil {
+		actor = *e.Actor
+	}
+	ne := s.newEvent(e.Event, res, payload, t.WorkspaceID, t.SessionID, t.ID, actor)
+	ne.TraceID, ne.SpanID = e.TraceID, e.SpanID
+	ne.Replayed = true
+	ne.Replay = s.replayMeta(run, t.ID, e, it.index, applied[key] && ov != nil)
+	cm.Events = append(cm.Events, ne)
+	if it.last && dep != nil {
+		nd := *dep
+		nd.TaskID, nd.AtMs, nd.Retained = t.ID, s.clock().UnixMilli(), true
+		if dep.Op == string(scenario.OpSecretRead) {
+			nd.SHA256 = secretHash
+		} else {
+			nd.Value, nd.SHA256 = material, rq.BytesHash(material)
+		}
+		cm.Deps = append(cm.Deps, &nd)
+	}
+	return nil
+}
+
+// replayMeta is the replay metadata of the replay of source event e.
+func (s *Server) replayMeta(run *replayRun, task string, e *Event, index int, substituted bool) *ReplayMeta {
+	f := s.opts.Faults
+	m := &ReplayMeta{SourceTaskID: run.SourceTaskID, ReplayTaskID: task, OriginalEventID: ptr(e.ID),
+		ReplayCursor: ptr(run.SourceTaskID + ":" + strconv.Itoa(index)), Mode: run.Mode}
+	if k, _ := e.Payload["override_key"].(string); substituted && !f.Has(FaultReplayMetaNoOverrideKey) {
+		m.OverrideKey, m.ReceiptDeltaID = ptr(k), ptr(deltaID(k))
+	}
+	if f.Has(FaultReplayMetaNoSource) {
+		m.SourceTaskID = ""
+	}
+	if f.Has(FaultReplayMetaNoReplayTask) {
+		m.ReplayTaskID = run.SourceTaskID
+	}
+	if f.Has(FaultReplayMetaNoOriginal) {
+		m.OriginalEventID = nil
+	}
+	if f.Has(FaultReplayMetaNoCursor) {
+		m.ReplayCursor = nil
+	}
+	if f.Has(FaultReplayMetaWrongMode) {
+		m.Mode = modeExact
+	}
+	return m
+}
+
+// substituteLocked is an override's substitute: its material (RFC 8785
+// bytes; a secret's own bytes) and, for a secret, the hash a replayed
+// secret_read shows. An artifact gone since the request was accepted is a
+// missing dependency.
+func (s *Server) substituteLocked(ov *replayOverride) ([]byte, string, *replayMissing) {
+	if ov.ArtifactID == "" {
+		if ov.secret() {
+			var sec string
+			json.Unmarshal(ov.Value, &sec)
+			return nil, rq.BytesHash([]byte(sec)), nil
+		}
+		return ov.Value, "", nil
+	}
+	blob, ok := s.st.blobs[ov.ArtifactID]
+	if !ok || rq.BytesHash(blob) != ov.After {
+		return nil, "", &replayMissing{kind: "artifact", id: ov.ArtifactID, key: ov.Key}
+	}
+	if ov.secret() {
+		return nil, ov.After, nil
+	}
+	canon, err := jcs.Transform(blob)
+	if err != nil { // checked JSON when the request was accepted
+		return nil, "", &replayMissing{kind: "artifact", id: ov.ArtifactID, key: ov.Key}
+	}
+	return canon, "", nil
+}
+
+// secretValueLocked is a secret override's value (for the faults that leak
+// it; nothing else reads it).
+func (s *Server) secretValueLocked(ov *replayOverride) string {
+	if ov.ArtifactID != "" {
+		return string(s.st.blobs[ov.ArtifactID])
+	}
+	var sec string
+	json.Unmarshal(ov.Value, &sec)
+	return sec
+}
+
+// substitute puts material val (RFC 8785 bytes) into the payload of a
+// replayed event kind that carries a dependency of op; secretHash is what
+// a secret_read's events show of a substitute secret.
+func (s *Server) substitute(payload map[string]any, kind, op string, val []byte, secretHash, task string) {
+	switch scenario.Op(op) {
+	case scenario.OpClockRead:
+		if kind == "span.completed" {
+			payload["value_ms"] = json.Number(val)
+		}
+	case scenario.OpModelCall:
+		if kind == "agent.message" {
+			text := assistantText(val)
+			if s.opts.Faults.Has(FaultReplayOverrideUnstable) {
+				text += " [" + task + "]" // the fault: the substitute differs per replay
+			}
+			payload["text"] = text
+		}
+	case scenario.OpMCPCall:
+		if kind == "agent.tool_result" {
+			payload["output"] = decodeJSON(val)
+		}
+	case scenario.OpHostFact:
+		if kind == "tool.completed" || kind == "agent.tool_result" {
+			payload["output"] = decodeJSON(val)
+		}
+	case scenario.OpSecretRead:
+		if kind == "tool.requested" || kind == "tool.completed" {
+			payload["sha256"] = secretHash
+		}
+	}
+}
+
+// freshMaterial is what FaultReplayExactRefreshes makes up for material
+// that was not retained.
+func freshMaterial(op string, now int64) []byte {
+	var v any
+	switch scenario.Op(op) {
+	case scenario.OpClockRead:
+		v = now
+	case scenario.OpModelCall:
+		v = map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": fmt.Sprintf("fresh response at %d", now)}}}}
+	case scenario.OpHostFact:
+		v = fmt.Sprintf("fresh-%d\n", now)
+	default:
+		v = map[string]any{"fresh_at": now}
+	}
+	b, _ := json.Marshal(v)
+	c, err := jcs.Transform(b)
+	if err != nil {
+		return b
+	}
+	return c
+}
+
+// rereadMemoryLocked leaves a replayed memory_read as recorded (the
+// recorded list and contents, RPLY-REFRESH-001/002), but for the faults
+// that refresh it.
+func (s *Server) rereadMemoryLocked(payload map[string]any, ws string) {
+	var recorded []string
+	list, _ := payload["memories"].([]any)
+	for _, m := range list {
+		if mm, ok := m.(map[string]any); ok {
+			id, _ := mm["memory_id"].(string)
+			recorded = append(recorded, id)
+		}
+	}
+	switch {
+	case s.opts.Faults.Has(FaultReplayRefreshesMemory):
+		now := s.memoryReadLocked(ws, recorded, false)
+		payload["memories"], payload["text"] = now["memories"], now["text"]
+	case s.opts.Faults.Has(FaultReplayBringsNewMemory):
+		now := s.memoryReadLocked(ws, recorded, true)
+		text, _ := payload["text"].(string)
+		out := slices.Clone(list)
+		for _, m := range now["memories"].([]any) {
+			id, _ := m.(map[string]any)["memory_id"].(string)
+			if slices.Contains(recorded, id) {
+				continue
+			}
+			out = append(out, m)
+			if mem, ok := s.st.mg.memories.get(id); ok {
+				text = strings.TrimPrefix(text+"\n"+memoryText(mem.Content), "\n")
+			}
+		}
+		payload["memories"], payload["text"] = out, text
+	}
+}
+
+// replayMessageLocked appends the session message of a replayed
+// agent.message to the replay task's session and points its payload at
+// it: the source message's parts, or the substitute text.
+func (s *Server) replayMessageLocked(t *Task, src *Event, payload map[string]any, cm *commit) {
+	se, ok := s.st.sessions.get(t.SessionID)
+	if !ok {
+		return
+	}
+	var parts []map[string]any
+	if id, _ := src.Payload["message_id"].(string); id != "" {
+		if m, ok := s.st.messages.get(id); ok {
+			parts = m.Parts
+		}
+	}
+	if text, ok := payload["text"].(string); ok && (parts == nil || text != src.Payload["text"]) {
+		parts = []map[string]any{{"type": "text", "text": text, "visibility": "public"}}
+	}
+	if parts == nil {
+		return // a message no longer there: the event alone is replayed
+	}
+	cp := *se
+	msg := &Message{Envelope: s.envelope("message", "message", nil), SessionID: ptr(cp.ID), TaskID: ptr(t.ID), Role: "agent", Parts: parts}
+	cp.Transcript.MessageCount++
+	cp.Transcript.TurnCount++
+	cp.Transcript.LastMessageID = ptr(msg.ID)
+	cp.UpdatedAt = msg.CreatedAt
+	cm.Puts = append(cm.Puts, put{Message: msg}, put{Session: &cp})
+	payload["message_id"] = msg.ID
+}
+
+// failReplay ends replay task id FAILED at a dependency it cannot replay:
+// replay.failed names it (payload.missing), as does the task's failure
+// (RPLY-FAIL-001, RPLY-MODE-002).
+func (s *Server) failReplay(ctx context.Context, id string, run *replayRun, m *replayMissing) {
+	s.mu.RLock()
+	t, ok := s.st.tasks.get(id)
+	s.mu.RUnlock()
+	if !ok {
+		return
+	}
+	details := map[string]any{"kind": m.kind, "id": m.id, "override_key": m.key}
+	payload := map[string]any{"source_task_id": run.SourceTaskID, "mode": run.Mode, "missing": details}
+	msg := fmt.Sprintf("replay of task %s cannot proceed: %s %s (override key %q) has no recorded material to replay", run.SourceTaskID, m.kind, m.id, m.key)
+	failure := &Failure{Code: "replay_dependency_missing", Message: msg, Details: details}
+	if s.opts.Faults.Has(FaultReplayFailureUnnamed) {
+		delete(payload, "missing")
+		failure.Details, failure.Message = nil, "replay of task "+run.SourceTaskID+" cannot proceed"
+	}
+	ev := s.newEvent("replay.failed", Pointer{"task", id}, payload, t.WorkspaceID, t.SessionID, id, agentActor)
+	s.move(ctx, id, StatusFailed, nil, &ending{summary: "replay failed: " + failure.Message, failure: failure}, ev)
+}
