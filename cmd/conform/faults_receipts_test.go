@@ -46,6 +46,8 @@ var receiptFaults = []faultCase{
 	{Fault: refharness.FaultReceiptLeaksBearer, Fails: []string{"RCPT-REDACT-003"}, Tolerated: []string{"RCPT-FIX-001"}},
 	// A receipt whose own id is not the one it is served by cannot be read
 	// or verified by that id either.
+	// A replay receipt whose hash leaves its deltas out.
+	{Fault: refharness.FaultReplayDeltasUnhashed, Fails: []string{"RCPT-DELTA-001"}},
 	{Fault: refharness.FaultReceiptIDMismatch, Fails: []string{"RCPT-SHAPE-006"}, Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"}},
 }
 
@@ -224,13 +226,10 @@ var receiptUnverifiedRows = []struct {
 	// protocol does not define them), without the conform extension: the
 	// invalid direction cannot be asked for, so it is not verified.
 	{Name: "verify-ignores-request", Target: wrapped("verify-ignores-request"), Unverified: []string{"RCPT-VERIFY-002"}},
-	// Replay advertised: the Replay suite that would drive a replay
-	// receipt does not exist yet.
-	{Name: "advertises-replay", Target: wrapped("advertises-replay"), Unverified: []string{"RCPT-DELTA-001"}},
 	// Without the hook: no canary secret, no failed or canceled task, no
 	// artifact. (The same run as TestReceiptVariantsPass/no-scenario-hook.)
 	{Name: "no-scenario-hook", Target: targetSpec{Variants: []refharness.Variant{refharness.VariantNoScenarioHook}},
-		Unverified: []string{"RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
+		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
 }
 
 func TestReceiptNothingToCheckIsUnverified(t *testing.T) {

@@ -23,6 +23,9 @@ const (
 	EntryLatency    = "conform.latency"
 	EntryNote       = "conform.note" // informational, never a verdict
 	EntrySkip       = "conform.skip" // why a spec ended without judging the target
+	// EntryEvidence is a document a spec attaches as evidence for its
+	// verdicts (a FidelityReport): kept in the report whatever the verdict.
+	EntryEvidence = "conform.evidence"
 	// EntryDefect is a defect of the suite itself (a request that matches
 	// no OpenAPI operation and is no registered negative probe): never a
 	// verdict on the target, and a self-test failure.
@@ -72,6 +75,14 @@ type Verdict struct {
 type Transcript struct {
 	Exchanges []client.Exchange `json:"exchanges"`
 	Dropped   int               `json:"dropped,omitempty"`
+}
+
+// Attachment is one evidence document a spec attached (EntryEvidence).
+type Attachment struct {
+	Name string `json:"name"` // what it shows, e.g. "fidelity: source tape vs exact replay tape"
+	// Schema is the document's format marker, e.g. "conform-fidelity-report/v1".
+	Schema  string          `json:"schema,omitempty"`
+	Content json.RawMessage `json:"content"`
 }
 
 // LatencySample is one exchange's duration, grouped by operation.

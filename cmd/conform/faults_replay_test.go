@@ -1,0 +1,230 @@
+package main
+
+// The Replay level's fault rows (/tmp/notes' replay faults, refharness
+// ReplayFaults()): each row runs the whole Replay level against `conform
+// serve --fault F` and must fail exactly its requirement; each SHOULD row
+// must warn its requirement and fail nothing. The no-replay variant leaves
+// the level unclaimed, and the clean and hook-less runs show what is
+// verified with and without the scenario hook.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/reports"
+)
+
+var replayFaults = []faultCase{
+	{Fault: refharness.FaultReplayRangeSkips, Fails: []string{"RPLY-RANGE-001"}},
+	{Fault: refharness.FaultReplayRangeUnstable, Fails: []string{"RPLY-RANGE-002"}},
+	{Fault: refharness.FaultReplayCursorUnknownEmpty, Fails: []string{"RPLY-RANGE-003"}},
+	{Fault: refharness.FaultReplayAnswers201, Fails: []string{"RPLY-API-001"}},
+	{Fault: refharness.FaultReplayNoParent, Fails: []string{"RPLY-API-002"}},
+	{Fault: refharness.FaultReplayNewSession, Fails: []string{"RPLY-API-003"}},
+	{Fault: refharness.FaultReplaySkipsStarted, Fails: []string{"RPLY-API-004"}},
+	{Fault: refharness.FaultReplayBodyRequired, Fails: []string{"RPLY-API-005"}},
+	{Fault: refharness.FaultReplayTaskModeExact, Fails: []string{"RPLY-MODE-001"}},
+	{Fault: refharness.FaultReplayExactRefreshes, Fails: []string{"RPLY-MODE-002"}},
+	// The tape spec sees the same ignored override on the tape.
+	{Fault: refharness.FaultReplayOverridesIgnored, Fails: []string{"RPLY-MODE-003"}},
+	{Fault: refharness.FaultReplayCheckpointUnchecked, Fails: []string{"RPLY-MODE-004"}},
+	{Fault: refharness.FaultReplayCheckpointIgnored, Fails: []string{"RPLY-MODE-005"}},
+	// The changed text is no longer the override's either: MODE-003 sees it.
+	{Fault: refharness.FaultReplayOverrideUnstable, Fails: []string{"RPLY-OVERRIDE-001"}, Tolerated: []string{"RPLY-MODE-003"}},
+	{Fault: refharness.FaultReplayLogReordered, Fails: []string{"RPLY-LOG-001"}},
+	{Fault: refharness.FaultReplayMetaNoSource, Fails: []string{"RPLY-META-001"}},
+	{Fault: refharness.FaultReplayMetaNoReplayTask, Fails: []string{"RPLY-META-002"}},
+	{Fault: refharness.FaultReplayMetaNoOriginal, Fails: []string{"RPLY-META-003"}},
+	{Fault: refharness.FaultReplayMetaNoCursor, Fails: []string{"RPLY-META-004"}},
+	{Fault: refharness.FaultReplayMetaWrongMode, Fails: []string{"RPLY-META-005"}},
+	{Fault: refharness.FaultReplayMetaNoOverrideKey, Fails: []string{"RPLY-META-006"}},
+	{Fault: refharness.FaultReplayUnmarkedSSE, Fails: []string{"RPLY-MARK-001"}},
+	{Fault: refharness.FaultReplayDeltaMissing, Fails: []string{"RPLY-DELTA-001"}},
+	{Fault: refharness.FaultReplayDeltaNoKey, Fails: []string{"RPLY-DELTA-002"}},
+	{Fault: refharness.FaultReplayDeltaWrongHash, Fails: []string{"RPLY-DELTA-003"}},
+	{Fault: refharness.FaultReplayDeltaNoReason, Fails: []string{"RPLY-DELTA-004"}},
+	{Fault: refharness.FaultReplayReceiptLeaksSecret, Fails: []string{"RPLY-DELTA-005"}},
+	{Fault: refharness.FaultReplayManyOverridesFail, Fails: []string{"RPLY-DET-001"}},
+	{Fault: refharness.FaultReplayMaterialsUnsorted, Fails: []string{"RPLY-DET-002"}},
+	{Fault: refharness.FaultReplayFailureUnnamed, Fails: []string{"RPLY-FAIL-001"}},
+	{Fault: refharness.FaultReplayRefreshesMemory, Fails: []string{"RPLY-REFRESH-001"}},
+	{Fault: refharness.FaultReplayBringsNewMemory, Fails: []string{"RPLY-REFRESH-002"}},
+}
+
+var replayShouldFaults = []shouldRow{
+	{Fault: refharness.FaultReplayKeysUnstable, Warns: "RPLY-OVERRIDE-002"},
+	{Fault: refharness.FaultReplayKeysNonstandard, Warns: "RPLY-OVERRIDE-003"},
+	{Fault: refharness.FaultReplaySecretOverrideLeaks, Warns: "RPLY-OVERRIDE-005"},
+}
+
+func init() {
+	planProofs("TestReplayFaultsCaught", func() []proofJob { return poolJobs("replay", faultsOf(replayFaults)) })
+	planProofs("TestReplayShouldFaultsWarn", func() []proofJob { return poolJobs("replay-should", shouldFaultsOf(replayShouldFaults)) })
+	planProofs("TestReplayCleanAndHookless", func() []proofJob {
+		return []proofJob{{spec: targetSpec{}, levels: "replay"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "replay"},
+			{spec: variantSpec(refharness.VariantNoReplay), levels: "replay"}}
+	})
+}
+
+func TestReplayFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range replayFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertFaultRow(t, "replay", tc)
+		})
+	}
+}
+
+func TestReplayShouldFaultsWarn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range replayShouldFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertShouldRow(t, "replay-should", tc)
+		})
+	}
+}
+
+// replayHooked are the observable Replay requirements a run without the
+// scenario hook leaves unverified (docs/scenarios.md, "What a run verifies
+// without the hook"); replayRestart the one whose restart part needs
+// --restart-cmd, which the proof runs do not give.
+var (
+	replayHooked = []string{"RPLY-MODE-002", "RPLY-MODE-003", "RPLY-MODE-005", "RPLY-MODE-001", "RPLY-OVERRIDE-001", "RPLY-META-001", "RPLY-META-002",
+		"RPLY-META-003", "RPLY-META-004", "RPLY-META-005", "RPLY-META-006", "RPLY-LOG-001", "RPLY-FAIL-001", "RPLY-REFRESH-001", "RPLY-REFRESH-002",
+		"RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005", "RPLY-DET-001", "RPLY-DET-002"}
+	replayPlain = []string{"RPLY-RANGE-001", "RPLY-RANGE-003", "RPLY-API-001", "RPLY-API-002", "RPLY-API-003", "RPLY-API-004", "RPLY-API-005",
+		"RPLY-MODE-004", "RPLY-MARK-001"}
+)
+
+// The clean harness passes every Replay MUST (RPLY-RANGE-002 is unverified:
+// its restart part needs --restart-cmd); without the hook those needing it
+// are unverified with the hook's remedy and the plain ones still pass;
+// the no-replay variant does not claim the level and nothing passes or
+// fails.
+func TestReplayCleanAndHookless(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite three times")
+	}
+	startProofs(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		spec targetSpec
+	}{{"clean", targetSpec{}}, {"no-scenario-hook", variantSpec(refharness.VariantNoScenarioHook)}, {"no-replay", variantSpec(refharness.VariantNoReplay)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, _ := proof(t, tc.name, tc.spec, "replay")
+			got := map[string]reports.ReqResult{}
+			for _, q := range r.Requirements {
+				got[q.ID] = q
+			}
+			for _, q := range r.Requirements {
+				if strings.HasPrefix(q.ID, "RPLY-") && (q.Verdict == reports.Fail || q.Verdict == reports.Error) {
+					t.Errorf("%s: %s is %s: %s", tc.name, q.ID, q.Verdict, q.Message)
+				}
+				if tc.name == "no-replay" && strings.HasPrefix(q.ID, "RPLY-") && q.Verdict == reports.Pass {
+					t.Errorf("no-replay: %s passed, but the target does not claim replay", q.ID)
+				}
+			}
+			if tc.name == "no-replay" {
+				return
+			}
+			for _, id := range slices.Concat(replayHooked, replayPlain) {
+				want := reports.Pass
+				if tc.name == "no-scenario-hook" && slices.Contains(replayHooked, id) {
+					want = reports.Unverified
+				}
+				q, ok := got[id]
+				switch {
+				case !ok:
+					t.Errorf("%s: %s has no verdict", tc.name, id)
+				case q.Verdict != want:
+					t.Errorf("%s: %s is %s, want %s: %s", tc.name, id, q.Verdict, want, q.Message)
+				case want == reports.Unverified && q.Remedy == "":
+					t.Errorf("%s: %s is unverified with no remedy", tc.name, id)
+				}
+			}
+			if q := got["RPLY-RANGE-002"]; q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "--restart-cmd") {
+				t.Errorf("%s: RPLY-RANGE-002 is %s (remedy %q), want unverified naming --restart-cmd", tc.name, q.Verdict, q.Remedy)
+			}
+		})
+	}
+}
+
+// RPLY-LEVEL-001 (SHOULD): a target that advertises replay but not
+// receipts earns that warning and nothing else. The reference Harness has
+// no switch to turn receipts off, so its discovery answer is rewritten in
+// front of it (capabilities.receipts: false); the receipt checks of the
+// Replay level are then not applicable, and nothing fails.
+func TestReplayWithoutReceiptsWarns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the Replay level once")
+	}
+	t.Parallel()
+	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var rewrote atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || strings.TrimSuffix(r.URL.Path, "/") != "/v1" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var d map[string]any
+		if rec.Code != http.StatusOK || dec.Decode(&d) != nil {
+			d = nil // passed through as it is
+		}
+		if caps, ok := d["capabilities"].(map[string]any); ok && caps["replay"] == true {
+			caps["receipts"] = false
+			if b, err := json.Marshal(d); err == nil {
+				body = b
+				rewrote.Store(true)
+			}
+		}
+		for k, v := range rec.Header() {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	code, console, r, _ := runConform(t, "run", "--target", srv.URL, "--levels", "replay")
+	if r == nil {
+		t.Fatalf("no report; exit %d:\n%s", code, console)
+	}
+	if !rewrote.Load() {
+		t.Fatal("the discovery answer was never rewritten: the run did not meet a target advertising replay without receipts")
+	}
+	if passed := verdicts(r, reports.Pass); !slices.Contains(passed, "RPLY-API-001") {
+		t.Errorf("replay without receipts: RPLY-API-001 did not pass (passed: %v): the Replay level did not run", passed)
+	}
+	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, "RPLY-LEVEL-001") {
+		t.Errorf("replay without receipts: RPLY-LEVEL-001 not reported as a warning (warnings: %v)", warned)
+	}
+	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+		t.Errorf("replay without receipts breaks only a SHOULD, but the suite reports %v: %s", bad, messages(r, bad))
+	}
+}

@@ -1,0 +1,86 @@
+package replay
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	fixture "github.com/harn-conform/conform/fixtures/replay"
+	"github.com/harn-conform/conform/internal/check"
+	"github.com/harn-conform/conform/internal/replaydet"
+	"github.com/harn-conform/conform/internal/suite"
+)
+
+// Replay receipt deltas (RPLY-DELTA-001..005; spec 002, "Receipt deltas";
+// docs/replay.md, "The receipt"): the receipt of the fixture's completed
+// with_overrides replay has one delta per applied override, each naming
+// its key and the original event or material path, the before and after
+// hashes (after = the request's sha256) and the caller's reason; no
+// receipt of the fixture's replays holds a secret — neither the canary the
+// source run's secret_read step read nor the override's receipt_only
+// secret — and the secret override's delta records a hash or an artifact
+// reference instead. A target that issues no receipts has nothing here
+// that applies. The checks are internal/replaydet's.
+
+var _ = Describe("Replay receipt deltas", func() {
+	It("records one delta per applied override, with key, event or path, hashes and reason, and no secret", suite.Req("RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005"), func(ctx SpecContext) {
+		needReceipts()
+		r := theFixture(ctx)
+		o := r.completedReplay()
+		raw := o.receipt
+		if raw == nil {
+			suite.Unverified(o.noReceipt, remedyFxReceipt)
+		}
+		d, err := check.DecodeReceipt(raw)
+		if err != nil {
+			suite.Unverified(fmt.Sprintf("the receipt of %s is no JSON object (the Receipts level judges that): %v", o.what, err), "issue receipts that are JSON objects (RCPT-SHAPE-001)")
+		}
+		for _, c := range deltaChecks(raw, d, r.expect()) {
+			suite.Check(c.req, c.err)
+		}
+		// The exact replay applied no override: no delta, no secret.
+		if !r.exact.completed() || r.exact.receipt == nil {
+			return
+		}
+		ed, err := check.DecodeReceipt(r.exact.receipt)
+		if err != nil {
+			return
+		}
+		for _, c := range deltaChecks(r.exact.receipt, ed, replaydet.Expect{Sources: r.sources}) {
+			if c.err != nil {
+				suite.Check(c.req, fmt.Errorf("the receipt of %s: %w", r.exact.what, c.err))
+			}
+		}
+	})
+})
+
+// deltaCheck is one delta requirement's finding on one receipt.
+type deltaCheck struct {
+	req string
+	err error
+}
+
+// fxSecrets are the fixture's secrets, by the names findings use (never
+// their values).
+var fxSecrets = map[string]string{
+	"the source run's secret (fixtures/replay.SecretRecorded)": fixture.SecretRecorded,
+	"the override's secret (fixtures/replay.SecretOverride)":   fixture.SecretOverride,
+}
+
+// deltaChecks runs the five delta checks on one receipt.
+func deltaChecks(raw []byte, d check.ReceiptDoc, e replaydet.Expect) []deltaCheck {
+	doc := map[string]any(d)
+	where := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", d.Label(), err)
+	}
+	return []deltaCheck{
+		{"RPLY-DELTA-001", where(replaydet.DeltaPerOverride(doc, e))},
+		{"RPLY-DELTA-002", where(replaydet.DeltaNames(doc, e))},
+		{"RPLY-DELTA-003", where(replaydet.DeltaHashes(doc, e))},
+		{"RPLY-DELTA-004", where(replaydet.DeltaReasons(doc, e))},
+		{"RPLY-DELTA-005", where(replaydet.NoSecrets(raw, doc, e, fxSecrets))},
+	}
+}
