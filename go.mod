@@ -3,6 +3,7 @@ module github.com/harn-conform/conform
 go 1.26.8
 
 require (
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/coder/websocket v1.8.15
 	github.com/google/go-cmp v0.7.0
 	github.com/gowebpki/jcs v1.0.2

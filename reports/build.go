@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,6 +26,46 @@ type Input struct {
 	Registry *requirements.Registry
 	Seed     int64
 	Notes    []string
+	// ProtocolVersion, when set, is what the report shows as
+	// protocol_version in place of the configured Harn version (a profile
+	// run names its profile's protocol).
+	ProtocolVersion string
+}
+
+// inRun reports whether a level belongs to what the run checks: a run
+// checks either Harn levels or one profile (docs/profiles.md), and its
+// report holds the requirements and specs of that family only.
+func inRun(env *target.Env, l requirements.Level) bool {
+	profileRun := false
+	for _, s := range env.Levels {
+		if s.Level.IsProfile() {
+			profileRun = true
+		}
+	}
+	if !profileRun {
+		return !l.IsProfile()
+	}
+	for _, s := range env.Levels {
+		if s.Level == l {
+			return true
+		}
+	}
+	return false
+}
+
+// specInRun reports whether a spec belongs to the run's family: one with
+// no level label (none exists today) or some level label of the family.
+func specInRun(env *target.Env, labels []string) bool {
+	seen := false
+	for _, l := range labels {
+		if name, ok := strings.CutPrefix(l, evidence.LevelLabelPrefix); ok {
+			seen = true
+			if inRun(env, requirements.Level(name)) {
+				return true
+			}
+		}
+	}
+	return !seen
 }
 
 // specOutcome is one spec's result with its per-requirement verdicts.
@@ -40,7 +81,7 @@ func Build(in Input, gr types.Report) *Report {
 	r := &Report{
 		Format:          Format,
 		Tool:            in.Tool,
-		ProtocolVersion: in.Env.Config.ProtocolVersion,
+		ProtocolVersion: cmp.Or(in.ProtocolVersion, in.Env.Config.ProtocolVersion),
 		StartedAt:       gr.StartTime.UTC().Format(time.RFC3339Nano),
 		FinishedAt:      gr.EndTime.UTC().Format(time.RFC3339Nano),
 		DurationMS:      ms(gr.RunTime),
@@ -70,6 +111,9 @@ func Build(in Input, gr types.Report) *Report {
 				r.Notes = append(r.Notes, fmt.Sprintf("suite node %s failed: %s", sr.LeafNodeType, in.Env.Redactor.String(sr.Failure.Message)))
 			}
 			continue
+		}
+		if !specInRun(in.Env, sr.Labels()) {
+			continue // another family's spec, filtered out of this run
 		}
 		o := outcome(in, sr, cutOff)
 		o.offline = slices.Contains(sr.Labels(), evidence.OfflineLabel)
@@ -169,6 +213,10 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 		case evidence.EntrySkip:
 			if k, err := evidence.Decode[evidence.Skip](e); err == nil {
 				skip = &k
+			}
+		case evidence.EntryEvidence:
+			if a, err := evidence.Decode[evidence.Attachment](e); err == nil {
+				o.res.Evidence = append(o.res.Evidence, a)
 			}
 		case evidence.EntryTranscript:
 			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
@@ -313,6 +361,9 @@ func allErrors(vs []evidence.Verdict) bool {
 func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 	var out []ReqResult
 	for _, q := range in.Registry.All() {
+		if !inRun(in.Env, q.Level) {
+			continue
+		}
 		res := ReqResult{ID: q.ID, Level: string(q.Level), Keyword: string(q.Keyword), Section: q.Section,
 			Link: q.Link(), Summary: q.Summary, Specs: []string{}}
 		var judged, notApplicable []Evidence

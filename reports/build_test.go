@@ -385,3 +385,21 @@ func verdictsOf(r *Report, v Verdict) []string {
 	}
 	return ids
 }
+
+// TestEvidenceAttached: a document a spec attaches (a FidelityReport) is
+// kept on its spec result whatever the verdict, scrubbed like the rest,
+// and the report stays valid against its schema.
+func TestEvidenceAttached(t *testing.T) {
+	att := evidence.Attachment{Name: "fidelity (semantic): source vs replay", Schema: "conform-fidelity-report/v1",
+		Content: json.RawMessage(`{"schema":"conform-fidelity-report/v1","status":"equal","note":"` + canary + `"}`)}
+	gr := run(nil, spec("passes with evidence", types.SpecStatePassed, "", []string{"req:CORE-A-001"}, entry(t, evidence.EntryEvidence, att)))
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core), Registry: reg(t)}, gr)
+	if len(r.Specs) != 1 || len(r.Specs[0].Evidence) != 1 {
+		t.Fatalf("specs = %+v, want one with one evidence document", r.Specs)
+	}
+	got := r.Specs[0].Evidence[0]
+	if got.Name != att.Name || got.Schema != att.Schema || !strings.Contains(string(got.Content), `"status":"equal"`) || strings.Contains(string(got.Content), canary) {
+		t.Errorf("evidence = %+v (%s), want the document with the secret scrubbed", got, got.Content)
+	}
+	checkOutputs(t, r)
+}

@@ -5,6 +5,7 @@ package reports
 
 import (
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/target"
 )
 
@@ -206,6 +207,9 @@ type SpecResult struct {
 	DurationMS   float64           `json:"duration_ms"`
 	Transcript   []client.Exchange `json:"transcript,omitempty"`
 	Dropped      int               `json:"transcript_dropped,omitempty"`
+	// Evidence holds the documents the spec attached (a FidelityReport of
+	// the Replay level's tape checks), whatever its verdict.
+	Evidence []evidence.Attachment `json:"evidence,omitempty"`
 }
 
 // OpLatency summarises one operation's round trips.

@@ -146,6 +146,8 @@ var faultPools = map[string]*faultPool{
 	"receipts-should": {levels: "receipts", rows: shouldRows(receiptShouldFaults, receiptWrapShouldFaults)},
 	"extended":        {levels: "extended", rows: mustRows(extendedFaultTables, extWSWrapFaults)},
 	"extended-should": {levels: "extended", rows: shouldRows(extendedShouldFaults)},
+	"replay":          {levels: "replay", rows: mustRows([][]faultCase{replayFaults})},
+	"replay-should":   {levels: "replay", rows: shouldRows(replayShouldFaults)},
 }
 
 func pool(name string) *faultPool {

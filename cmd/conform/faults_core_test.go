@@ -82,7 +82,7 @@ func TestCoreFaultsCaught(t *testing.T) {
 // the registry explains why no target-side fault can break it.
 func TestEveryMustHasAFault(t *testing.T) {
 	proven := map[string]bool{}
-	for _, rows := range [][]faultCase{coreFaults, restFaults, streamFaults, receiptFaults} {
+	for _, rows := range [][]faultCase{coreFaults, restFaults, streamFaults, receiptFaults, replayFaults} {
 		for _, r := range rows {
 			for _, id := range r.Fails {
 				proven[id] = true
@@ -105,6 +105,12 @@ func TestEveryMustHasAFault(t *testing.T) {
 	}
 	for _, r := range cardFaultRows {
 		proven[r.fails] = true
+	}
+	for _, id := range openHarnessProven() { // faults_openharness_test.go
+		proven[id] = true
+	}
+	for _, id := range acpHarborProven() { // faults_acpharbor_test.go
+		proven[id] = true
 	}
 	for _, r := range oauthFaultRows {
 		for id, v := range r.want {
@@ -138,7 +144,7 @@ func TestEveryMustHasAFault(t *testing.T) {
 	if len(rows) == 0 {
 		t.Fatal("conform list --levels extended listed nothing")
 	}
-	for _, level := range []requirements.Level{requirements.Core, requirements.Receipts, requirements.Extended} {
+	for _, level := range []requirements.Level{requirements.Core, requirements.Receipts, requirements.Extended, requirements.OpenHarness, requirements.ACPHarbor, requirements.Replay} {
 		for _, r := range reg.ByLevel(level) {
 			if level == requirements.Extended && !specced[r.ID] {
 				continue
@@ -159,11 +165,6 @@ var noTargetFault = map[string]bool{
 	// that keeps a waiting task waiting across a restart fail CORE-DUR-001.
 	"CORE-DUR-001": true,
 	"CORE-DUR-002": true,
-	// Replay receipts come from the Replay level, whose suite does not
-	// exist yet (issue 12): the target-side spec is not applicable without
-	// replay and unverified with it (receiptUnverifiedRows shows it never
-	// passes); the verifier's handling of deltas is a fixture self-check.
-	"RCPT-DELTA-001": true,
 }
 
 // Every fault of the reference Harness has a row that proves the suite
@@ -172,7 +173,7 @@ var noTargetFault = map[string]bool{
 // proves nothing.
 func TestEveryFaultHasARow(t *testing.T) {
 	rowed := map[refharness.Fault]bool{}
-	for _, rows := range append([][]faultCase{coreFaults, hooklessFaults, restFaults, streamFaults, receiptFaults}, extendedFaultTables...) {
+	for _, rows := range append([][]faultCase{coreFaults, hooklessFaults, restFaults, streamFaults, receiptFaults, replayFaults}, extendedFaultTables...) {
 		for _, r := range rows {
 			rowed[r.Fault] = true
 		}
@@ -186,6 +187,9 @@ func TestEveryFaultHasARow(t *testing.T) {
 		}
 	}
 	for _, r := range receiptShouldFaults {
+		rowed[r.Fault] = true
+	}
+	for _, r := range replayShouldFaults {
 		rowed[r.Fault] = true
 	}
 	for _, r := range cardFaultRows {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/runner"
 )
@@ -22,11 +23,11 @@ type listed struct {
 
 func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("conform list", flag.ContinueOnError)
-	levels := fs.String("levels", "all", "levels to list: all, or a `list` of core,extended,receipts,replay")
+	levels := fs.String("levels", "all", "levels to list: all (every level and profile), or a `list` of core,extended,receipts,replay and profiles (openharness, acp-harbor)")
 	format := formatFlag(fs, "what standard output carries: text, a table; json, the list as JSON")
 	out := fs.String("out", "", "also write the list as JSON to `FILE`")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--format text|json] [--out FILE]\n\nLists every requirement of the registry and the specs that verify it, without running anything.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--format text|json] [--out FILE]\n\nLists every requirement of the registry (Harn levels and profiles) and the specs that verify it, without running anything.\n\nflags:")
 		cli.PrintFlags(fs.Output(), fs, nil)
 		fmt.Fprint(fs.Output(), exitCodes)
 	}
@@ -39,12 +40,12 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	want := map[requirements.Level]bool{}
 	for _, l := range strings.Split(*levels, ",") {
 		if strings.TrimSpace(l) == "all" {
-			for _, lv := range requirements.Levels() {
+			for _, lv := range append(requirements.Levels(), requirements.Profiles()...) {
 				want[lv] = true
 			}
 			continue
 		}
-		lv, err := requirements.ParseLevel(l)
+		lv, err := requirements.ParseAny(l)
 		if err != nil {
 			return 2, usageError{msg: "--levels: " + err.Error(), usage: flagUsage(fs)}
 		}
@@ -91,7 +92,21 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Level, r.Keyword, n, oneLine(r.Summary, 90))
 	}
-	return 0, tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return 2, err
+	}
+	// The profiles: related protocols checked on their own
+	// (docs/profiles.md), each with the command line that checks one.
+	var shown []string
+	for _, p := range profile.All() {
+		if want[p.Name] {
+			shown = append(shown, fmt.Sprintf("  %-12s %s: %s", p.Name, p.Title, p.Usage))
+		}
+	}
+	if len(shown) > 0 {
+		fmt.Fprintf(stdout, "\nprofiles (level column; docs/profiles.md):\n%s\n", strings.Join(shown, "\n"))
+	}
+	return 0, nil
 }
 
 func oneLine(s string, n int) string {

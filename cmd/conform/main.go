@@ -19,9 +19,12 @@ import (
 
 	"github.com/harn-conform/conform/internal/cardcli"
 	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/internal/openharnesscli"
 	"github.com/harn-conform/conform/internal/receiptcli"
 	"github.com/harn-conform/conform/internal/reportcli"
 	"github.com/harn-conform/conform/internal/tapecli"
+	"github.com/harn-conform/conform/refharness/acpharbor"
+	acpharborsuite "github.com/harn-conform/conform/suites/acpharbor"
 )
 
 // version and commit are set at build time with
@@ -78,12 +81,16 @@ func buildCommit(stamped string, bi *debug.BuildInfo) string {
 const usage = `usage: conform <command> [flags]
 
 commands:
-  run --target URL      check a Harness (see 'conform run -h')
+  run --target URL      check a Harness (see 'conform run -h'); with --profile NAME,
+                        a related protocol instead (docs/profiles.md)
   selftest              run the suites against the built-in reference Harness
   serve                 run the reference Harness (--addr, --data, --api-key-file)
+  serve-acp             run the reference ACP Harbor agent on stdio (docs/acp-harbor.md)
   list                  list the requirements and the specs that verify them
   receipt verify FILE…  verify receipts offline (RFC 8785 + SHA-256 + signatures)
   card verify FILE      verify a HarnAgentCard's signatures offline (docs/card-signing.md)
+  openharness validate FILE…
+                        validate OpenHarness v1 messages offline (docs/openharness.md)
   tape diff A B         compare two event tapes with the fidelity oracle
   tape validate FILE…   check a tape and its content-addressed sidecar
   baseline write --report conform.json [--out FILE]
@@ -106,6 +113,10 @@ exit codes (every command):
 `
 
 func main() {
+	// This binary runs the acp-harbor reference agent as `conform
+	// serve-acp`, so the profile's selftest can start it (main only: a
+	// test binary of this package cannot).
+	acpharborsuite.EnableSelfServe()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -140,12 +151,16 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code, err = cmdRun(ctx, args[1:], stdout, stderr, true)
 	case "serve":
 		code, err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "serve-acp":
+		return acpharbor.Main(ctx, args[1:], stdin, stdout, stderr)
 	case "list":
 		code, err = cmdList(args[1:], stdout, stderr)
 	case "receipt":
 		return receiptcli.Main(args[1:], stdin, stdout, stderr)
 	case "card":
 		return cardcli.Main(args[1:], stdout, stderr)
+	case "openharness":
+		return openharnesscli.Main(args[1:], stdin, stdout, stderr)
 	case "baseline", "report":
 		return reportcli.Main(args, stdout, stderr)
 	case "tape":

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/embedded"
+	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/refharness"
@@ -21,6 +23,10 @@ import (
 	_ "github.com/harn-conform/conform/suites/core"
 	_ "github.com/harn-conform/conform/suites/extended"
 	_ "github.com/harn-conform/conform/suites/receipts"
+	_ "github.com/harn-conform/conform/suites/replay"
+
+	// Profiles register themselves (docs/profiles.md).
+	_ "github.com/harn-conform/conform/suites/openharness"
 )
 
 const protocolVersion = config.ProtocolVersion
@@ -85,17 +91,30 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 			}
 		}
 	}
+	// Everything after -- is the agent command of a command-driven profile
+	// (conform run --profile acp-harbor -- AGENT ARGS…).
+	var agentCmd []string
+	if i := slices.Index(args, "--"); i >= 0 && !self {
+		args, agentCmd = args[:i], append([]string{}, args[i+1:]...)
+	}
+	if self {
+		skip["profile"] = true // selftest takes --profiles
+	}
 	fs := flag.NewFlagSet("conform "+name, flag.ContinueOnError)
 	cfgFile := fs.String("config", "", "configuration file, YAML or JSON (env CONFORM_CONFIG)")
+	var profiles *string
+	if self {
+		profiles = fs.String("profiles", "", "`list` of profiles to test against their built-in references instead of the Harn levels (openharness,acp-harbor); several run one after another, each in its own process, with its reports in OUT/NAME (docs/profiles.md)")
+	}
 	format := formatFlag(fs, "what standard output carries: text, the live progress and the result table; json, the conform.json report (progress then goes to standard error)")
 	kinds, given := configFlags(fs, skip)
 	kinds["config"] = "file"
 	fs.Usage = func() {
 		w := fs.Output()
 		if self {
-			fmt.Fprintln(w, "usage: conform selftest [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory.\n\nflags:")
+			fmt.Fprintln(w, "usage: conform selftest [--profiles LIST] [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory; with --profiles, each profile's\nsuite against the profile's built-in reference instead.\n\nflags:")
 		} else {
-			fmt.Fprintln(w, "usage: conform run --target URL [flags]\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings). Flags beat CONFORM_* variables beat the --config file.\n\nflags:")
+			fmt.Fprintln(w, "usage: conform run --target URL [flags]\n       conform run --profile openharness --target URL [flags]\n       conform run --profile acp-harbor [flags] -- AGENT_CMD ARGS…\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings). Flags beat CONFORM_* variables beat the --config file.\nA profile (docs/profiles.md) checks a related protocol instead of the Harn levels.\n\nflags:")
 		}
 		cli.PrintFlags(w, fs, kinds)
 		envOnly(w, skip)
@@ -130,7 +149,8 @@ undecided (the tool could not decide)
 		// selftest's target is its own: ignore a target from the environment.
 		env = func(k string) string {
 			switch k {
-			case config.EnvName("target"), config.EnvName("api_key"), config.EnvName("api_key_file"), config.EnvName("restart_cmd"):
+			case config.EnvName("target"), config.EnvName("api_key"), config.EnvName("api_key_file"), config.EnvName("restart_cmd"),
+				config.EnvName("profile"), config.EnvName("agent_command"):
 				return ""
 			}
 			if strings.HasPrefix(k, "CONFORM_OAUTH_") {
@@ -139,12 +159,18 @@ undecided (the tool could not decide)
 			return os.Getenv(k)
 		}
 	}
-	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: given()})
+	if agentCmd != nil && len(agentCmd) == 0 {
+		return 2, usageError{msg: "nothing after --: give the agent command (conform run --profile acp-harbor -- AGENT_CMD ARGS…)", usage: short}
+	}
+	cfg, err := config.Load(config.Sources{File: file, Env: env, Flags: given(), AgentCommand: agentCmd})
 	if err != nil {
 		return 2, usageError{msg: err.Error(), usage: short}
 	}
 	var notes []string
 	var restart target.RestartFunc
+	if self && strings.TrimSpace(*profiles) != "" {
+		return selftestProfiles(ctx, cfg, args, *profiles, *format, short, stdout, stderr)
+	}
 	if self {
 		h, err := embedded.Start(refharness.Options{})
 		if err != nil {
@@ -157,6 +183,19 @@ undecided (the tool could not decide)
 		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL+
 			"; the durability checks restart it in-process over the same data directory")
 		restart = h.Restart
+	} else if cfg.Profile != "" {
+		p, err := profile.Lookup(cfg.Profile)
+		if err != nil {
+			return 2, usageError{msg: err.Error(), usage: short}
+		}
+		switch {
+		case p.NeedsTarget && cfg.Target == "":
+			return 2, usageError{msg: fmt.Sprintf("no target: profile %s checks the implementation at --target URL (%s)", p.Name, p.Usage), usage: short}
+		case p.NeedsCommand && len(cfg.AgentCommand) == 0:
+			return 2, usageError{msg: fmt.Sprintf("no agent command: profile %s starts the agent given after -- (%s)", p.Name, p.Usage), usage: short}
+		case p.NeedsCommand && cfg.Target != "":
+			return 2, usageError{msg: fmt.Sprintf("profile %s starts an agent command and takes no --target", p.Name), usage: short}
+		}
 	} else if cfg.Target == "" {
 		return 2, usageError{msg: "no target: give --target URL (or CONFORM_TARGET)", usage: short}
 	}

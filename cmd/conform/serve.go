@@ -19,6 +19,9 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	if name, ok := profileArg(args); ok {
+		return cmdServeProfile(ctx, name, args, stdout, stderr) // serve_profile.go
+	}
 	fs := flag.NewFlagSet("conform serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	data := fs.String("data", "", "`DIR` for the durable event log and a generated API key (empty: in memory, lost at exit)")
@@ -30,7 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
 	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n\nRuns the reference Harness standalone until interrupted.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n       conform serve --profile openharness [flags]  (the reference OpenHarness Engine; conform serve --profile openharness -h)\n\nRuns the reference Harness standalone until interrupted.\n\nflags:")
 		cli.PrintFlags(fs.Output(), fs, map[string]string{"variant": "NAME", "fault": "NAME"})
 		fmt.Fprint(fs.Output(), "\nexit codes: 0 stopped by a signal, 2 usage, configuration or serving error\n")
 	}

@@ -39,7 +39,7 @@ const MaxBytes = 1 << 20
 // MaxReason bounds one entry's reason, in bytes.
 const MaxReason = 1000
 
-var idPattern = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY)-[A-Z]+-[0-9]{3}$`)
+var idPattern = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY|OH|ACP)-[A-Z]+-[0-9]{3}$`) // requirements.ValidID's shape
 
 // Entry is one expected failure.
 type Entry struct {

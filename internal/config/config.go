@@ -6,6 +6,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 	"gopkg.in/yaml.v3"
+
+	"github.com/harn-conform/conform/internal/requirements"
 )
 
 // ProtocolVersion is the Harn Agents Protocol version this tool checks.
@@ -94,6 +97,14 @@ type Config struct {
 	// host other than loopback is acceptable (EXT-WS-002,
 	// docs/websocket.md section 1.1). It is never inferred.
 	WSTrustedDev bool
+	// Profile, when set, makes the run check that profile (openharness,
+	// acp-harbor; docs/profiles.md) instead of Harn levels.
+	Profile string
+	// AgentCommand is the agent a command-driven profile (acp-harbor)
+	// starts: the program and its arguments, everything after `--` on
+	// conform's command line. It may hold credentials, so reports show
+	// only whether it was set.
+	AgentCommand []string
 }
 
 // OAuth configures how the run gets OAuth2 access tokens from the target's
@@ -295,6 +306,33 @@ var settings = []setting{
 			return ""
 		}},
 
+	// Profiles (docs/profiles.md).
+	{key: "profile", kind: "name", help: "check a profile instead of Harn levels: openharness (with --target URL, the Engine's endpoint) or acp-harbor (with the agent command after --); see docs/profiles.md",
+		set: func(c *Config, v string) error {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				c.Profile = ""
+				return nil
+			}
+			l, err := requirements.ParseProfile(v)
+			if err != nil {
+				return err
+			}
+			c.Profile = string(l)
+			return nil
+		},
+		get: func(c *Config) string { return c.Profile }},
+	{key: "agent_command", secret: true, noFlag: true, kind: "command", help: "the agent a command-driven profile (acp-harbor) starts: a JSON array of strings, or words separated by spaces; on the command line, everything after -- (which wins)",
+		set: func(c *Config, v string) error {
+			cmd, err := ParseCommand(v)
+			if err != nil {
+				return err
+			}
+			c.AgentCommand = cmd
+			return nil
+		},
+		get: func(c *Config) string { return FormatCommand(c.AgentCommand) }},
+
 	// OAuth2 client credentials (Extended level, docs/oauth.md).
 	stringSetting("oauth_token_url", "url", "OAuth2 token endpoint of the target (client credentials, RFC 6749 §4.4); unset: the one the agent card advertises in a2a_card.securitySchemes, if it is on the target's own origin", func(c *Config) *string { return &c.OAuth.TokenURL }),
 	stringSetting("oauth_client_id", "id", "OAuth2 client id for the client-credentials checks (the secret comes from CONFORM_OAUTH_CLIENT_SECRET or --oauth-client-secret-file)", func(c *Config) *string { return &c.OAuth.ClientID }),
@@ -360,7 +398,7 @@ type Setting struct {
 }
 
 // Kinds are the value types a Setting's Kind names, as -h shows them.
-var Kinds = []string{"duration", "int", "bool", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "string"}
+var Kinds = []string{"duration", "int", "bool", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "name", "string"}
 
 // Settings lists every knob.
 func Settings() []Setting {
@@ -379,6 +417,9 @@ type Sources struct {
 	File  string              // config file path ("" = none)
 	Env   func(string) string // os.Getenv, or a fake in tests
 	Flags map[string]string   // flag name -> value, only flags given explicitly
+	// AgentCommand is the command line's tail after `--` (nil: none
+	// given); it beats every other source of agent_command.
+	AgentCommand []string
 }
 
 // Load applies the sources in order and validates the result. Every error
@@ -414,6 +455,9 @@ func Load(src Sources) (Config, error) {
 			return Config{}, fmt.Errorf("--%s: %w", name, err)
 		}
 		c.noteKeySource(s.key, "--"+name)
+	}
+	if src.AgentCommand != nil {
+		c.AgentCommand = append([]string(nil), src.AgentCommand...)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -501,7 +545,16 @@ func applyFile(c *Config, path string) error {
 		if s.noFile {
 			return fmt.Errorf("config file %s: field %s is not accepted in a file (use %s_file or %s)", path, s.key, s.key, EnvName(s.key))
 		}
-		v, err := scalar(doc[k])
+		raw := doc[k]
+		if list, ok := raw.([]any); ok && s.key == "agent_command" {
+			// A command's words may hold commas: keep the list a list.
+			js, err := json.Marshal(list)
+			if err != nil {
+				return fmt.Errorf("config file %s: field %s: %w", path, k, err)
+			}
+			raw = string(js)
+		}
+		v, err := scalar(raw)
 		if err != nil {
 			return fmt.Errorf("config file %s: field %s: %w", path, k, err)
 		}
@@ -593,6 +646,22 @@ func (c Config) Validate() error {
 		}
 		if l != LevelsClaimed && l != LevelsAll && !levelNames[l] {
 			return fmt.Errorf("levels: unknown level %q (want claimed, all, or a list of core,extended,receipts,replay)", l)
+		}
+	}
+	if c.Profile != "" {
+		if !(len(c.Levels) == 1 && strings.EqualFold(c.Levels[0], LevelsClaimed)) {
+			return fmt.Errorf("levels: a profile run (profile %s) checks the profile's requirements only; drop levels", c.Profile)
+		}
+	}
+	switch {
+	case len(c.AgentCommand) > 0 && c.Profile == "":
+		return errors.New("agent_command: an agent command (after --) needs a profile that starts one: --profile acp-harbor")
+	case len(c.AgentCommand) > 0 && c.Profile != string(requirements.ACPHarbor):
+		return fmt.Errorf("agent_command: profile %s takes no agent command (it checks --target)", c.Profile)
+	}
+	for _, a := range c.AgentCommand {
+		if strings.ContainsRune(a, 0) {
+			return errors.New("agent_command: contains a NUL byte")
 		}
 	}
 	for _, f := range c.Focus {
@@ -794,6 +863,43 @@ func (c Config) Environ() []string {
 		}
 	}
 	return out
+}
+
+// ParseCommand reads an agent command from a variable or a config file: a
+// JSON array of strings (for words with spaces), or words separated by
+// white space. Empty is no command.
+func ParseCommand(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(v, "[") {
+		var out []string
+		if err := json.Unmarshal([]byte(v), &out); err != nil {
+			return nil, fmt.Errorf("not a JSON array of strings: %v", err)
+		}
+		if len(out) == 0 || out[0] == "" {
+			return nil, errors.New("the command is empty")
+		}
+		return out, nil
+	}
+	return strings.Fields(v), nil
+}
+
+// FormatCommand is ParseCommand's inverse: words joined by spaces, or a
+// JSON array when a word is empty or holds white space or starts with [.
+func FormatCommand(cmd []string) string {
+	plain := true
+	for _, a := range cmd {
+		if a == "" || strings.ContainsAny(a, " \t\r\n\v\f") || strings.HasPrefix(a, "[") {
+			plain = false
+		}
+	}
+	if plain {
+		return strings.Join(cmd, " ")
+	}
+	b, _ := json.Marshal(cmd)
+	return string(b)
 }
 
 func firstLine(s string) string {

@@ -283,9 +283,10 @@ func TestSettingKinds(t *testing.T) {
 }
 
 // envOnlySecrets are the settings with no flag: secret values, whose flag
-// would show them in process listings.
+// would show them in process listings, and the agent command, which the
+// command line gives after -- rather than as a flag.
 var envOnlySecrets = map[string]bool{"redact": true, "oauth_client_secret": true,
-	"oauth_expired_token": true, "oauth_wrong_audience_token": true, "oauth_wrong_issuer_token": true}
+	"oauth_expired_token": true, "oauth_wrong_audience_token": true, "oauth_wrong_issuer_token": true, "agent_command": true}
 
 func TestOAuthSettings(t *testing.T) {
 	dir := t.TempDir()
@@ -361,5 +362,63 @@ func TestOAuthSettings(t *testing.T) {
 	}
 	if _, err := Load(Sources{Env: env(map[string]string{"CONFORM_OAUTH_CLIENT_SECRET": "s"})}); err == nil {
 		t.Error("a client secret without a client id is accepted")
+	}
+}
+
+// Profiles (docs/profiles.md): --profile and the agent command.
+func TestProfileSettings(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := Load(Sources{Env: env(map[string]string{"CONFORM_PROFILE": "OpenHarness", "CONFORM_TARGET": "http://h/oh"})})
+	if err != nil || c.Profile != "openharness" {
+		t.Fatalf("CONFORM_PROFILE: %q, %v", c.Profile, err)
+	}
+	if _, err := Load(Sources{Flags: map[string]string{"profile": "gold"}}); err == nil || !strings.Contains(err.Error(), "unknown profile") {
+		t.Errorf("--profile gold: %v, want unknown profile", err)
+	}
+	if _, err := Load(Sources{Flags: map[string]string{"profile": "openharness", "levels": "core"}}); err == nil || !strings.Contains(err.Error(), "drop levels") {
+		t.Errorf("--profile with --levels: %v, want a refusal", err)
+	}
+	c, err = Load(Sources{Flags: map[string]string{"profile": "acp-harbor"}, Env: env(map[string]string{"CONFORM_AGENT_COMMAND": "from-env x"}),
+		AgentCommand: []string{"./agent", "--flag", "two words"}})
+	if err != nil || !reflect.DeepEqual(c.AgentCommand, []string{"./agent", "--flag", "two words"}) {
+		t.Fatalf("the command line's agent command: %q, %v", c.AgentCommand, err)
+	}
+	if c.Redacted()["agent_command"] != "[REDACTED]" {
+		t.Errorf("reports show the agent command: %q", c.Redacted()["agent_command"])
+	}
+	// Environ round-trips it, words with spaces included.
+	var vars = map[string]string{}
+	for _, kv := range c.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	c2, err := Load(Sources{Env: env(vars)})
+	if err != nil || !reflect.DeepEqual(c2.AgentCommand, c.AgentCommand) {
+		t.Errorf("Environ round trip: %q, %v", c2.AgentCommand, err)
+	}
+	if _, err := Load(Sources{AgentCommand: []string{"./agent"}}); err == nil || !strings.Contains(err.Error(), "--profile acp-harbor") {
+		t.Errorf("an agent command without a profile: %v", err)
+	}
+	if _, err := Load(Sources{Flags: map[string]string{"profile": "openharness"}, AgentCommand: []string{"./agent"}}); err == nil {
+		t.Error("openharness took an agent command")
+	}
+	for in, want := range map[string][]string{`a b  c`: {"a", "b", "c"}, `["a b","c"]`: {"a b", "c"}, ``: nil} {
+		if got, err := ParseCommand(in); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseCommand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`["a"`, `[]`, `[""]`, `[1]`} {
+		if _, err := ParseCommand(bad); err == nil {
+			t.Errorf("ParseCommand(%q) succeeded", bad)
+		}
+	}
+	// A YAML list in a config file keeps words with commas whole.
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("profile: acp-harbor\nagent_command: [\"./agent\", \"--x=a,b\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(Sources{File: path})
+	if err != nil || !reflect.DeepEqual(c.AgentCommand, []string{"./agent", "--x=a,b"}) {
+		t.Errorf("file agent_command: %q, %v", c.AgentCommand, err)
 	}
 }

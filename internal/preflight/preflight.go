@@ -30,6 +30,9 @@ const (
 	StageReach      = "reach"      // the target answers at all
 	StageDiscovery  = "discovery"  // it is a Harn server at the given URL
 	StageCredential = "credential" // the API key is accepted
+	// StageCommand is a profile's agent command (ACP): it exists and
+	// starts (docs/profiles.md).
+	StageCommand = "command"
 )
 
 // Problem is why a run stopped before its specs.

@@ -39,7 +39,7 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var idPattern = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY)-[A-Z]+-[0-9]{3}$`)
+var idPattern = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY|OH|ACP)-[A-Z]+-[0-9]{3}$`) // requirements.ValidID's shape
 
 // readReport reads the parts of a conform.json that diff and baseline use,
 // streaming past the rest (specs and their transcripts) without keeping it.

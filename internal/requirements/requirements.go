@@ -22,7 +22,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Level is a conformance level of the narrative spec.
+// Level is a conformance level of the narrative spec, or a profile: a
+// related protocol checked on its own (docs/profiles.md). A profile's
+// requirements are registry entries like any level's, whose level is the
+// profile's name; a run checks either Harn levels or one profile.
 type Level string
 
 const (
@@ -30,10 +33,61 @@ const (
 	Extended Level = "extended"
 	Receipts Level = "receipts"
 	Replay   Level = "replay"
+
+	// OpenHarness is the OpenHarness v1 Engine profile (openharness.yaml).
+	OpenHarness Level = "openharness"
+	// ACPHarbor is the ACP Agent Harbor profile.
+	ACPHarbor Level = "acp-harbor"
 )
 
-// Levels lists every level in the order reports show them.
+// Levels lists every Harn level in the order reports show them.
 func Levels() []Level { return []Level{Core, Extended, Receipts, Replay} }
+
+// Profiles lists every profile, in the order `conform list` shows them.
+func Profiles() []Level { return []Level{OpenHarness, ACPHarbor} }
+
+// IsProfile reports whether l is a profile rather than a Harn level.
+func (l Level) IsProfile() bool {
+	for _, p := range Profiles() {
+		if l == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseProfile accepts a profile name, case-insensitively.
+func ParseProfile(s string) (Level, error) {
+	l := Level(strings.ToLower(strings.TrimSpace(s)))
+	if l.IsProfile() {
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown profile %q (want one of %s)", s, names(Profiles()))
+}
+
+// ParseAny accepts a Harn level or a profile name.
+func ParseAny(s string) (Level, error) {
+	if l, err := ParseLevel(s); err == nil {
+		return l, nil
+	}
+	if l, err := ParseProfile(s); err == nil {
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown level or profile %q (want one of %s, or a profile: %s)", s, names(Levels()), names(Profiles()))
+}
+
+func names(ls []Level) string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, string(l))
+	}
+	return strings.Join(out, ", ")
+}
+
+// ValidID reports whether id has the shape of a requirement id (a level's
+// or profile's prefix, an area, a number): baselines and report readers
+// use it to refuse what cannot name a requirement.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
 
 // ParseLevel accepts a level name, case-insensitively.
 func ParseLevel(s string) (Level, error) {
@@ -65,6 +119,17 @@ func (k Keyword) Mandatory() bool { return k == Must || k == MustNot }
 var sources = map[string]string{
 	"narrative": "https://harnlang.com/spec/agents-protocol/v1",
 	"replay":    "https://github.com/burin-labs/harn/tree/main/agents-protocol-replay",
+	// The OpenHarness document names no canonical URL (docs/openharness.md):
+	// its links point at its own file name, PROTOCOL.md, under a
+	// placeholder host, with the document's section names as anchors.
+	"openharness": "https://openharness.invalid/docs/PROTOCOL.md",
+	"acp-harbor":  "https://agent-harbor.invalid/specs/ACP.extensions.md",
+	// The base protocol the ACP Harbor profile also checks (its own
+	// requirements cite these; docs/acp-harbor.md): the Agent Client
+	// Protocol v1 documentation, whose anchors are a page and a section
+	// ("initialization-version-negotiation"), and JSON-RPC 2.0.
+	"acp":     "https://agentclientprotocol.com/protocol/",
+	"jsonrpc": "https://www.jsonrpc.org/specification",
 }
 
 // Requirement is one normative statement.
@@ -87,14 +152,27 @@ type Requirement struct {
 }
 
 // Link is the requirement's spec section URL.
-func (r Requirement) Link() string { return sources[r.Source] + "#" + r.Anchor }
+func (r Requirement) Link() string {
+	switch {
+	case r.Source == "acp":
+		// The ACP documentation is one page per topic: the anchor names
+		// the page ("initialization", "prompt-turn").
+		return sources[r.Source] + r.Anchor
+	case r.Source == "jsonrpc":
+		// The JSON-RPC 2.0 page's anchors are snake_case (error_object).
+		return sources[r.Source] + "#" + strings.ReplaceAll(r.Anchor, "-", "_")
+	}
+	return sources[r.Source] + "#" + r.Anchor
+}
 
 var (
-	idPattern     = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY)-[A-Z]+-[0-9]{3}$`)
+	idPattern     = regexp.MustCompile(`^(CORE|EXT|RCPT|RPLY|OH|ACP)-[A-Z]+-[0-9]{3}$`)
 	anchorPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	prefixOf      = map[Level]string{Core: "CORE-", Extended: "EXT-", Receipts: "RCPT-", Replay: "RPLY-"}
-	transports    = map[string]bool{"rest": true, "sse": true, "websocket": true, "offline": true}
-	keywords      = map[Keyword]bool{Must: true, MustNot: true, Should: true, ShouldNot: true, May: true}
+	prefixOf      = map[Level]string{Core: "CORE-", Extended: "EXT-", Receipts: "RCPT-", Replay: "RPLY-", OpenHarness: "OH-", ACPHarbor: "ACP-"}
+	// http is a profile's HTTP binding (OpenHarness), stdio a profile's
+	// agent process spoken to over its standard streams (ACP).
+	transports = map[string]bool{"rest": true, "sse": true, "websocket": true, "offline": true, "http": true, "stdio": true}
+	keywords   = map[Keyword]bool{Must: true, MustNot: true, Should: true, ShouldNot: true, May: true}
 )
 
 // Validate checks one entry on its own.
@@ -104,7 +182,7 @@ func (r Requirement) Validate() error {
 		errs = append(errs, fmt.Sprintf("id %q does not match %s", r.ID, idPattern))
 	}
 	if p, ok := prefixOf[r.Level]; !ok {
-		errs = append(errs, fmt.Sprintf("level %q is not one of core, extended, receipts, replay", r.Level))
+		errs = append(errs, fmt.Sprintf("level %q is not one of %s, %s", r.Level, names(Levels()), names(Profiles())))
 	} else if !strings.HasPrefix(r.ID, p) {
 		errs = append(errs, fmt.Sprintf("id of a %s requirement must start with %s", r.Level, p))
 	}
@@ -112,7 +190,7 @@ func (r Requirement) Validate() error {
 		errs = append(errs, fmt.Sprintf("keyword %q is not one of MUST, MUST NOT, SHOULD, SHOULD NOT, MAY", r.Keyword))
 	}
 	if _, ok := sources[r.Source]; !ok {
-		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay", r.Source))
+		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay, openharness, acp-harbor, acp, jsonrpc", r.Source))
 	}
 	if strings.TrimSpace(r.Section) == "" {
 		errs = append(errs, "section is empty")
@@ -128,7 +206,7 @@ func (r Requirement) Validate() error {
 	}
 	for _, t := range r.Transports {
 		if !transports[t] {
-			errs = append(errs, fmt.Sprintf("transport %q is not one of rest, sse, websocket, offline", t))
+			errs = append(errs, fmt.Sprintf("transport %q is not one of rest, sse, websocket, offline, http, stdio", t))
 		}
 	}
 	if !r.Observable && strings.TrimSpace(r.Reason) == "" {

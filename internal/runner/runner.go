@@ -26,6 +26,7 @@ import (
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/preflight"
+	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/target"
@@ -80,7 +81,20 @@ func Run(ctx context.Context, opts Options) (int, error) {
 			return ExitEngine, err
 		}
 	}
-	if cfg.Target == "" {
+	var prof *profile.Profile
+	if cfg.Profile != "" {
+		p, err := profile.Lookup(cfg.Profile)
+		if err != nil {
+			return ExitEngine, err
+		}
+		switch {
+		case p.NeedsTarget && cfg.Target == "":
+			return ExitEngine, fmt.Errorf("no target: profile %s checks an implementation at --target URL (%s), or use `conform selftest --profiles %s` for its built-in reference", p.Name, p.Usage, p.Name)
+		case p.NeedsCommand && len(cfg.AgentCommand) == 0:
+			return ExitEngine, fmt.Errorf("no agent command: profile %s starts the agent given after -- (%s), or use `conform selftest --profiles %s` for its built-in reference", p.Name, p.Usage, p.Name)
+		}
+		prof = &p
+	} else if cfg.Target == "" {
 		return ExitEngine, errors.New("no target: give --target URL, or use `conform selftest` for the built-in reference Harness")
 	}
 	console := opts.Console
@@ -101,6 +115,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		env.Restart = opts.Restart
 	}
 	started := time.Now()
+	if prof != nil {
+		return runProfile(ctx, opts, *prof, env, reg, known, started)
+	}
 	if cfg.WaitForTarget > 0 {
 		fmt.Fprintf(console, "conform: waiting up to %s for %s to answer discovery\n", cfg.WaitForTarget, env.Redactor.String(cfg.Target))
 	}
@@ -119,6 +136,47 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		p.Message, p.Hint = env.Redactor.String(p.Message), env.Redactor.String(p.Hint)
 		return stopped(opts, env, reg, started, p)
 	}
+	return runSpecs(opts, env, reg, known, "")
+}
+
+// runProfile is Run for a profile run (docs/profiles.md): the profile's
+// preflight in place of the Harn discovery and credential preflight, then
+// the profile's specs alone.
+func runProfile(ctx context.Context, opts Options, p profile.Profile, env *target.Env, reg *requirements.Registry, known *baseline.File, started time.Time) (int, error) {
+	if p.Preflight != nil {
+		if pr := p.Preflight(ctx, env); pr != nil {
+			pr.Message, pr.Hint = env.Redactor.String(pr.Message), env.Redactor.String(pr.Hint)
+			return stoppedAs(opts, env, reg, started, pr, p.Protocol)
+		}
+	}
+	return runSpecs(opts, env, reg, known, p.Protocol)
+}
+
+// familyFilter is the label filter that keeps a run to its family: a
+// profile run runs its profile's specs only, a Harn run every spec but the
+// profiles'. Ginkgo reports what it filters out as not run, and
+// reports.Build leaves another family's specs out of the report.
+func familyFilter(env *target.Env) string {
+	for _, s := range env.Levels {
+		if s.Level.IsProfile() {
+			return evidence.LevelLabelPrefix + string(s.Level)
+		}
+	}
+	var not []string
+	for _, p := range requirements.Profiles() {
+		not = append(not, "!"+evidence.LevelLabelPrefix+string(p))
+	}
+	return strings.Join(not, " && ")
+}
+
+// runSpecs runs the selected specs against env and writes the reports.
+// protocol, when set, is the report's protocol_version (a profile's).
+func runSpecs(opts Options, env *target.Env, reg *requirements.Registry, known *baseline.File, protocol string) (int, error) {
+	cfg := opts.Config
+	console := opts.Console
+	if console == nil {
+		console = io.Discard
+	}
 	suite.Install(env)
 
 	seed := cfg.Seed
@@ -128,7 +186,10 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	sc, rc := GinkgoConfiguration()
 	sc.RandomSeed = seed
 	sc.RandomizeAllSpecs = true
-	sc.LabelFilter = cfg.LabelFilter
+	sc.LabelFilter = familyFilter(env)
+	if cfg.LabelFilter != "" {
+		sc.LabelFilter = "(" + cfg.LabelFilter + ") && (" + sc.LabelFilter + ")"
+	}
 	sc.FocusStrings = cfg.Focus
 	sc.Timeout = 24 * time.Hour // each wait inside a spec has its own named timeout
 	if cfg.MaxDuration > 0 {
@@ -144,7 +205,14 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	// voice of a run.
 	formatter.ColorableStdOut = io.Discard
 
-	fmt.Fprintf(console, "conform %s: target %s, levels %s, seed %d\n", opts.Version, env.Redactor.String(cfg.Target), target.LevelNames(env.Levels), seed)
+	switch {
+	case cfg.Profile != "" && cfg.Target == "":
+		fmt.Fprintf(console, "conform %s: profile %s, agent %s, seed %d\n", opts.Version, cfg.Profile, env.Redactor.String(agentName(cfg.AgentCommand)), seed)
+	case cfg.Profile != "":
+		fmt.Fprintf(console, "conform %s: profile %s, target %s, seed %d\n", opts.Version, cfg.Profile, env.Redactor.String(cfg.Target), seed)
+	default:
+		fmt.Fprintf(console, "conform %s: target %s, levels %s, seed %d\n", opts.Version, env.Redactor.String(cfg.Target), target.LevelNames(env.Levels), seed)
+	}
 	for _, s := range env.Levels {
 		if !s.Run {
 			fmt.Fprintf(console, "  %s: skipped (%s)\n", s.Level, s.Reason)
@@ -194,6 +262,7 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	}
 	rep := reports.Build(reports.Input{
 		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: seed, Notes: notes(env, opts.Notes),
+		ProtocolVersion: protocol,
 	}, captured)
 	if narrowed != "" {
 		rep.Notes = append(rep.Notes, narrowed)
@@ -202,7 +271,7 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		reports.Stop(rep, reports.Stopped{Stage: "filter", Message: "the run checked nothing: " + env.Redactor.String(filters) + " matched no spec",
 			Hint: "`conform list` shows every spec with its labels (req:ID, level:NAME); a label filter such as 'req:CORE-VER-001' selects one requirement"})
 	}
-	if why := env.Client.Health().Stopped(); why != "" {
+	if why := stoppedAnswering(env); why != "" {
 		// The target stopped answering mid-run: what was left became
 		// errors at once instead of each waiting out its timeout.
 		reports.Stop(rep, reports.Stopped{Stage: reports.StageTargetStopped,
@@ -262,14 +331,38 @@ func finish(opts Options, rep *reports.Report) error {
 // that says why (CI's step summary reads it), and returns the problem for
 // the command to print.
 func stopped(opts Options, env *target.Env, reg *requirements.Registry, started time.Time, p *preflight.Problem) (int, error) {
+	return stoppedAs(opts, env, reg, started, p, "")
+}
+
+// stoppedAs is stopped with the report's protocol_version (a profile's).
+func stoppedAs(opts Options, env *target.Env, reg *requirements.Registry, started time.Time, p *preflight.Problem, protocol string) (int, error) {
 	rep := reports.Build(reports.Input{
 		Tool: reports.Tool{Name: "conform", Version: opts.Version}, Env: env, Registry: reg, Seed: opts.Config.Seed, Notes: notes(env, opts.Notes),
+		ProtocolVersion: protocol,
 	}, types.Report{StartTime: started, EndTime: time.Now(), RunTime: time.Since(started)})
 	reports.Stop(rep, reports.Stopped{Stage: p.Stage, Message: p.Message, Hint: p.Hint})
 	if err := finish(opts, rep); err != nil {
 		return ExitEngine, fmt.Errorf("%v (and the report could not be written: %v)", p, err)
 	}
 	return ExitEngine, p
+}
+
+// stoppedAnswering is why the target stopped answering mid-run, or "" (a
+// run without an HTTP client has nothing to say).
+func stoppedAnswering(env *target.Env) string {
+	if env.Client == nil {
+		return ""
+	}
+	return env.Client.Health().Stopped()
+}
+
+// agentName is the agent command's program, for the console (its
+// arguments may hold credentials).
+func agentName(cmd []string) string {
+	if len(cmd) == 0 {
+		return "(none)"
+	}
+	return filepath.Base(cmd[0])
 }
 
 func specLevel(sr SpecReport) string {
@@ -283,16 +376,25 @@ func specLevel(sr SpecReport) string {
 
 func progressWord(sr SpecReport) string {
 	switch {
+	// Entries are decoded (evidence.Decode), not matched in AsJSON: in the
+	// run's own process Ginkgo has not marshalled them yet, and a match on
+	// the empty string printed PASS for a warning and UNVER for a skip.
 	case sr.State == types.SpecStatePassed:
 		for _, e := range sr.ReportEntries {
-			if strings.Contains(e.Value.AsJSON, `"verdict":"warn"`) {
+			if e.Name != evidence.EntryVerdict {
+				continue
+			}
+			if v, err := evidence.Decode[evidence.Verdict](e); err == nil && v.Verdict == evidence.VerdictWarn {
 				return "WARN"
 			}
 		}
 		return "PASS"
 	case sr.State == types.SpecStateSkipped:
 		for _, e := range sr.ReportEntries {
-			if e.Name == evidence.EntrySkip && strings.Contains(e.Value.AsJSON, `"kind":"`+evidence.SkipNotApplicable+`"`) {
+			if e.Name != evidence.EntrySkip {
+				continue
+			}
+			if k, err := evidence.Decode[evidence.Skip](e); err == nil && k.Kind == evidence.SkipNotApplicable {
 				return "SKIP"
 			}
 		}

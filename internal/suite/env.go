@@ -2,10 +2,12 @@ package suite
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/embedded"
+	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/refharness"
 )
@@ -17,6 +19,9 @@ func fromEnvironment() (*target.Env, error) {
 	cfg, err := config.Load(config.Sources{File: os.Getenv("CONFORM_CONFIG"), Env: os.Getenv})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Profile != "" {
+		return profileFromEnvironment(cfg)
 	}
 	if cfg.Target == "" {
 		local, err := embedded.Start(refharness.Options{})
@@ -44,13 +49,56 @@ func fromEnvironment() (*target.Env, error) {
 	return env, err
 }
 
-var localServer *embedded.Harness
+var (
+	localServer    *embedded.Harness
+	localReference *profile.Reference
+)
 
-// Shutdown stops the in-process reference Harness if Env started one; call it
-// after RunSpecs.
+// profileFromEnvironment is fromEnvironment for a profile run
+// (CONFORM_PROFILE): with no target or agent command configured, the
+// profile's built-in reference, and then the profile's preflight.
+func profileFromEnvironment(cfg config.Config) (*target.Env, error) {
+	p, err := profile.Lookup(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if (p.NeedsTarget && cfg.Target == "") || (p.NeedsCommand && len(cfg.AgentCommand) == 0) {
+		if p.Reference == nil {
+			return nil, fmt.Errorf("profile %s: no target given and the profile has no built-in reference", p.Name)
+		}
+		ref, err := p.Reference(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: starting its reference: %w", p.Name, err)
+		}
+		localReference = ref
+		cfg.Target, cfg.AgentCommand = ref.Target, ref.AgentCommand
+		if ref.APIKey != "" {
+			cfg.APIKey = ref.APIKey
+		}
+	}
+	env, err := target.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.Preflight != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Request)
+		defer cancel()
+		if pr := p.Preflight(ctx, env); pr != nil {
+			return nil, pr
+		}
+	}
+	return env, nil
+}
+
+// Shutdown stops the in-process reference Harness (or a profile's
+// reference) if Env started one; call it after RunSpecs.
 func Shutdown() {
 	if localServer != nil {
 		localServer.Close()
 		localServer = nil
+	}
+	if localReference != nil {
+		localReference.Stop()
+		localReference = nil
 	}
 }

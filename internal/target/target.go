@@ -110,27 +110,34 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // New builds the client and the run's identity without speaking to the
 // target. Its error is a configuration problem.
+//
+// A profile run (cfg.Profile) without a target (a profile that starts an
+// agent command instead) has no client: Env.Client is nil.
 func New(cfg config.Config) (*Env, error) {
 	red := redact.New(cfg.Secrets()...)
-	c, err := client.New(client.Options{
-		BaseURL: cfg.Target, APIKey: cfg.APIKey, ProtocolVersion: cfg.ProtocolVersion,
-		Timeout: cfg.Timeouts.Request, MaxBodyBytes: cfg.MaxBodyBytes, CAFile: cfg.CAFile, Redactor: red,
-	})
-	if err != nil {
-		return nil, err
+	var c *client.Client
+	if cfg.Target != "" || cfg.Profile == "" {
+		var err error
+		c, err = client.New(client.Options{
+			BaseURL: cfg.Target, APIKey: cfg.APIKey, ProtocolVersion: cfg.ProtocolVersion,
+			Timeout: cfg.Timeouts.Request, MaxBodyBytes: cfg.MaxBodyBytes, CAFile: cfg.CAFile, Redactor: red,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	env := &Env{Config: cfg, Client: c, Redactor: red, RunID: newRunID()}
 	if cfg.RestartCmd != "" {
 		env.Restart = CommandRestart(cfg.RestartCmd, cfg.Timeouts.Restart)
 	}
-	env.Levels = selectLevels(cfg.Levels, env.Discovery)
+	env.Levels = selectFor(cfg, env.Discovery)
 	return env, nil
 }
 
 // UseDiscovery records what GET /v1 answered and selects the levels by it.
 func (e *Env) UseDiscovery(resp *client.Response) {
 	e.Discovery = parseDiscovery(resp)
-	e.Levels = selectLevels(e.Config.Levels, e.Discovery)
+	e.Levels = selectFor(e.Config, e.Discovery)
 }
 
 // Open builds the client, reads discovery and selects levels. Its error is
@@ -179,7 +186,13 @@ func parseDiscovery(resp *client.Response) Discovery {
 	return d
 }
 
-func selectLevels(want []string, d Discovery) []Selection {
+// selectFor selects what a run checks: one profile (cfg.Profile), or the
+// Harn levels by cfg.Levels and discovery.
+func selectFor(cfg config.Config, d Discovery) []Selection {
+	if cfg.Profile != "" {
+		return []Selection{{Level: requirements.Level(cfg.Profile), Run: true, Claimed: true, Explicit: true, Reason: "requested with --profile"}}
+	}
+	want := cfg.Levels
 	explicit := map[requirements.Level]bool{}
 	mode := config.LevelsClaimed
 	for _, w := range want {

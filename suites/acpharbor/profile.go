@@ -1,0 +1,113 @@
+// Package acpharbor is the acp-harbor profile (docs/acp-harbor.md): Ginkgo
+// specs that drive an Agent Client Protocol agent over stdio as its
+// client and judge the base protocol (initialize, sessions, prompt turns,
+// session/update streaming, cancellation, JSON-RPC framing and errors) and
+// every Harbor extension the agent advertises (spec text 004: the
+// agent.harbor bundle, workspace, snapshot, branch, session and pipeline
+// methods, harbor/* notifications, refusals). An agent that advertises no
+// Harbor bundle gets the base verdicts and "not applicable" for the
+// extensions. Every spec starts its own agent process and ends it.
+package acpharbor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/harn-conform/conform/internal/acp"
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/preflight"
+	"github.com/harn-conform/conform/internal/profile"
+	"github.com/harn-conform/conform/internal/requirements"
+	"github.com/harn-conform/conform/internal/target"
+)
+
+// Protocol is what a report of this profile names as its protocol.
+const Protocol = "acp/1 + agent-harbor extensions (spec text 004)"
+
+func init() {
+	profile.Register(profile.Profile{
+		Name:         requirements.ACPHarbor,
+		Title:        "ACP Agent Harbor (docs/acp-harbor.md)",
+		Protocol:     Protocol,
+		Usage:        "conform run --profile acp-harbor -- AGENT_CMD ARGS…",
+		NeedsCommand: true,
+		Preflight:    Preflight,
+		Reference:    StartReference,
+	})
+}
+
+// ServeCommand is the argument with which a binary that called
+// EnableSelfServe runs the reference agent (`conform serve-acp`).
+const ServeCommand = "serve-acp"
+
+var selfServe atomic.Bool
+
+// EnableSelfServe says that this binary runs the reference agent when
+// started as `BINARY serve-acp …` (conform's main does, and this package's
+// test binary): StartReference then re-executes it. Call it from main,
+// never from an init (a test binary of another package must not think it
+// can).
+func EnableSelfServe() { selfServe.Store(true) }
+
+// StartReference is the profile's built-in reference: this binary's own
+// `serve-acp`, started afresh by every spec like any agent command.
+func StartReference(context.Context) (*profile.Reference, error) {
+	if !selfServe.Load() {
+		return nil, errors.New("this binary cannot run the reference agent (it is `conform serve-acp`): build conform and give its command after --")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating this binary to run the reference agent: %w", err)
+	}
+	return &profile.Reference{
+		AgentCommand: []string{self, ServeCommand},
+		Notes:        []string{"the agent is the reference Harbor agent, `" + filepath.Base(self) + " serve-acp` (refharness/acpharbor), started afresh by each spec"},
+	}, nil
+}
+
+// Preflight starts the agent once and asks it to initialize: a command
+// that does not exist, does not start, exits at once or says nothing on
+// its stdout is the user's to fix (exit 2 with a hint), never a verdict.
+// Whatever it answers is the specs' to judge.
+func Preflight(ctx context.Context, env *target.Env) *preflight.Problem {
+	cfg := env.Config
+	if len(cfg.AgentCommand) == 0 {
+		return &preflight.Problem{Stage: preflight.StageCommand, Message: "no agent command",
+			Hint: "give the agent after --: conform run --profile acp-harbor -- AGENT_CMD ARGS…"}
+	}
+	prog := filepath.Base(cfg.AgentCommand[0])
+	if _, err := exec.LookPath(cfg.AgentCommand[0]); err != nil {
+		return &preflight.Problem{Stage: preflight.StageCommand, Message: env.Redactor.String(fmt.Sprintf("the agent command %q cannot be run: %v", prog, err)),
+			Hint: "give the agent's path or a program on PATH after --"}
+	}
+	conn, err := acp.Start(ctx, acp.Options{Command: cfg.AgentCommand, Redactor: env.Redactor, MaxMessage: int(min(cfg.MaxBodyBytes, 1<<30)), Write: cfg.Timeouts.Request})
+	if err != nil {
+		return &preflight.Problem{Stage: preflight.StageCommand, Message: env.Redactor.String(err.Error()),
+			Hint: "check that the agent command starts from this directory"}
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Request)
+	defer cancel()
+	_, err = conn.Call(cctx, sdk.AgentMethodInitialize, initializeParams(sdk.ProtocolVersionNumber))
+	if err == nil {
+		return nil
+	}
+	why := "did not answer initialize within --request-timeout (" + cfg.Timeouts.Request.String() + ")"
+	if te := (*client.TransportError)(nil); errors.As(err, &te) && !te.Timeout() {
+		// Its stdout ended: it exited (or closed it) without an answer.
+		why = "ended its output before answering initialize (" + te.Err.Error() + ")"
+	}
+	hint := "is this an ACP agent speaking JSON-RPC on its stdio? Some agents need a flag for it (an --acp or --stdio mode)"
+	conn.Close()
+	if tail := conn.Stderr(); tail != "" {
+		hint += "; its stderr said: " + someLines(tail, 5)
+	}
+	return &preflight.Problem{Stage: preflight.StageCommand, Message: env.Redactor.String(fmt.Sprintf("the agent %q %s", prog, why)), Hint: env.Redactor.String(hint)}
+}
