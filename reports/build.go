@@ -477,6 +477,11 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 			lr.Status, lr.Why = NotClaimed, sel.Reason
 		case !sel.Run:
 			lr.Status, lr.Why = NotRequested, sel.Reason
+		case !sel.Claimed && len(failed) == 0 && len(errored) == 0:
+			// Asked for by name (or with all) on a target that does not
+			// claim the level: its checks ran, and what they could not
+			// verify is the target's not offering it, not a shortfall.
+			lr.Status, lr.Why = NotClaimed, sel.Reason+", but the target does not claim this level in discovery; its checks ran and none failed"
 		case len(failed) > 0:
 			lr.Status, lr.Why = Nonconformant, fmt.Sprintf("%d MUST requirement(s) failed: %s", len(failed), list(failed))
 		case len(errored) > 0:

@@ -403,3 +403,22 @@ func TestEvidenceAttached(t *testing.T) {
 	}
 	checkOutputs(t, r)
 }
+
+// A level asked for by name that the target does not claim: with nothing
+// failed it is not claimed (its unverified checks are the target's not
+// offering it), with a failure it is nonconformant.
+func TestRequestedUnclaimedLevel(t *testing.T) {
+	rcptAsked := target.Selection{Level: requirements.Receipts, Run: true, Explicit: true, Reason: "requested with --levels"}
+	unverified := spec("receipts unverified", types.SpecStateSkipped, "unverified: no receipts", []string{"req:RCPT-A-001"},
+		entry(t, evidence.EntrySkip, evidence.Skip{Kind: "unverified", Reason: "no receipts"}))
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptAsked), Registry: reg(t), Seed: 5}, run(nil, unverified))
+	if r.Levels[1].Status != NotClaimed {
+		t.Errorf("unclaimed receipts, asked for, nothing failed: status %s (%s), want not claimed", r.Levels[1].Status, r.Levels[1].Why)
+	}
+	failed := spec("receipts fail", types.SpecStateFailed, "RCPT-A-001: bad", []string{"req:RCPT-A-001"},
+		entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "RCPT-A-001", Verdict: "fail", Message: "bad"}))
+	r = Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptAsked), Registry: reg(t), Seed: 5}, run(nil, failed))
+	if r.Levels[1].Status != Nonconformant || r.ExitCode != 1 {
+		t.Errorf("unclaimed receipts, asked for, a check failed: status %s, exit %d; want nonconformant, 1", r.Levels[1].Status, r.ExitCode)
+	}
+}
