@@ -367,6 +367,7 @@ const (
 	FaultReplayRefreshesMemory     Fault = "replay-refreshes-memory"      // a replayed memory_read reads the memories' current contents
 	FaultReplayBringsNewMemory     Fault = "replay-brings-new-memory"     // a replayed memory_read adds memories created after the source ran
 	FaultReplayDeltasUnhashed      Fault = "replay-deltas-unhashed"       // a replay receipt is sealed with its deltas emptied, then served with them: its hash leaves them out
+	FaultReplayInvalidOverride500  Fault = "replay-invalid-override-500"  // a replay request whose override map is invalid is answered 500 internal_error instead of 400
 )
 
 // ReplayFaults lists the replay faults (AllFaults includes them).
@@ -379,7 +380,7 @@ func ReplayFaults() []Fault {
 		FaultReplayMetaNoCursor, FaultReplayMetaWrongMode, FaultReplayMetaNoOverrideKey, FaultReplayUnmarkedSSE,
 		FaultReplayDeltaMissing, FaultReplayDeltaNoKey, FaultReplayDeltaWrongHash, FaultReplayDeltaNoReason,
 		FaultReplayReceiptLeaksSecret, FaultReplayManyOverridesFail, FaultReplayMaterialsUnsorted, FaultReplayFailureUnnamed,
-		FaultReplayRefreshesMemory, FaultReplayBringsNewMemory, FaultReplayDeltasUnhashed}
+		FaultReplayRefreshesMemory, FaultReplayBringsNewMemory, FaultReplayDeltasUnhashed, FaultReplayInvalidOverride500}
 }
 
 // WSFaults lists the WebSocket faults (AllFaults includes them).

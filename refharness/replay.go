@@ -3,6 +3,7 @@ package refharness
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -248,6 +249,14 @@ func (s *Server) replayTask(c *call) (*result, *apiError) {
 // and a secret override that is not receipt_only are SHOULDs: the Harness
 // accepts them (docs/replay.md).
 func (s *Server) parseReplayRequest(b obj) (*rq.Request, *apiError) {
+	req, e := s.checkReplayRequest(b)
+	if e != nil && s.opts.Faults.Has(FaultReplayInvalidOverride500) && strings.HasPrefix(e.Param, "override") {
+		return nil, internal(errors.New("cannot use the override map"))
+	}
+	return req, e
+}
+
+func (s *Server) checkReplayRequest(b obj) (*rq.Request, *apiError) {
 	if len(b.m) == 0 && s.opts.Faults.Has(FaultReplayBodyRequired) {
 		return nil, badRequest("mode", "a replay request body is required")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/harn-conform/conform/internal/receipt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -509,6 +510,16 @@ func init() {
 				}
 				return nil
 			})
+		},
+		FaultReplayInvalidOverride500: func(p *probeEnv) error {
+			src, keys := p.replaySource()
+			// An override with neither value nor artifact_id: no material.
+			_, _, r := p.replayTo(src, map[string]any{"mode": "with_overrides", "override": map[string]any{
+				keys["llm"]: map[string]any{"kind": "llm_provider_response", "reason": "no material"}}})
+			if r.Code != http.StatusBadRequest {
+				return fmt.Errorf("an override without material got %d %s, want 400 invalid_request", r.Code, r.Raw)
+			}
+			return nil
 		},
 		FaultReplayDeltasUnhashed: func(p *probeEnv) error {
 			src, keys := p.replaySource()

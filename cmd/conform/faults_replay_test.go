@@ -54,6 +54,7 @@ var replayFaults = []faultCase{
 	{Fault: refharness.FaultReplayManyOverridesFail, Fails: []string{"RPLY-DET-001"}},
 	{Fault: refharness.FaultReplayMaterialsUnsorted, Fails: []string{"RPLY-DET-002"}},
 	{Fault: refharness.FaultReplayFailureUnnamed, Fails: []string{"RPLY-FAIL-001"}},
+	{Fault: refharness.FaultReplayInvalidOverride500, Fails: []string{"RPLY-OVERRIDE-001"}},
 	{Fault: refharness.FaultReplayRefreshesMemory, Fails: []string{"RPLY-REFRESH-001"}},
 	{Fault: refharness.FaultReplayBringsNewMemory, Fails: []string{"RPLY-REFRESH-002"}},
 }
