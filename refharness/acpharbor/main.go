@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -76,10 +77,26 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	// The process's own logger: the SDK's connection logs through
 	// slog.Default, and an agent's logs belong on its stderr.
+	// One writer for the agent's own lines and the SDK's log lines, which
+	// come from the SDK's goroutines (a connection's shutdown logs after
+	// Serve has returned): writes to stderr are serialised.
+	stderr = &lockedWriter{w: stderr}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
 	if err := Serve(ctx, stdin, stdout, stderr, Options{Faults: faults, Variant: v, Hold: *hold}); err != nil {
 		fmt.Fprintf(stderr, "conform serve-acp: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
