@@ -45,14 +45,7 @@ func Validate(doc map[string]any, kind Kind) Result {
 			add("OH-REQ-001", SeverityError, err)
 			break
 		}
-		var att, rest []schemas.Problem
-		for _, p := range ps {
-			if strings.HasPrefix(p.Location, "/request/context/attachments") {
-				att = append(att, p)
-			} else {
-				rest = append(rest, p)
-			}
-		}
+		att, rest := splitProblems(ps, "/request/context/attachments")
 		add("OH-REQ-001", SeverityError, problemsError("the request envelope", rest))
 		add("OH-ATT-001", SeverityError, problemsError("request.context.attachments", att))
 		add("OH-VER-001", SeverityError, CheckVersion(doc))
@@ -66,14 +59,7 @@ func Validate(doc map[string]any, kind Kind) Result {
 			add("OH-RESP-001", SeverityError, err)
 			break
 		}
-		var dirs, rest []schemas.Problem
-		for _, p := range ps {
-			if strings.HasPrefix(p.Location, "/response/action_directives/") {
-				dirs = append(dirs, p)
-			} else {
-				rest = append(rest, p)
-			}
-		}
+		dirs, rest := splitProblems(ps, "/response/action_directives/")
 		add("OH-RESP-001", SeverityError, problemsError("the response envelope", rest))
 		add("OH-DIR-001", SeverityError, problemsError("response.action_directives", dirs))
 		add("OH-VER-001", SeverityError, CheckVersion(doc))
@@ -130,4 +116,17 @@ func checkPrivacyTier(doc map[string]any) error {
 func nonEmpty(m map[string]any, k string) bool {
 	s, ok := m[k].(string)
 	return ok && s != ""
+}
+
+// splitProblems parts schema problems into those at or under prefix (a
+// part of the envelope with a requirement of its own) and the rest.
+func splitProblems(ps []schemas.Problem, prefix string) (under, rest []schemas.Problem) {
+	for _, p := range ps {
+		if strings.HasPrefix(p.Location, prefix) {
+			under = append(under, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return under, rest
 }
