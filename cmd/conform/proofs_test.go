@@ -360,14 +360,6 @@ func TestProofPlan(t *testing.T) {
 
 var noHook = []refharness.Variant{refharness.VariantNoScenarioHook}
 
-func faultJobs(rows []faultCase, variants []refharness.Variant, levels string) []proofJob {
-	var jobs []proofJob
-	for _, tc := range rows {
-		jobs = append(jobs, proofJob{spec: targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: variants}, levels: levels, extra: tc.Args})
-	}
-	return jobs
-}
-
 func variantSpec(v refharness.Variant) targetSpec {
 	if v == "" {
 		return targetSpec{}
@@ -383,28 +375,12 @@ func variantJobs(vs []refharness.Variant, levels string) []proofJob {
 	return jobs
 }
 
-func wrapFaultJobs(rows []wrapFault, levels string) []proofJob {
-	var ws []string
-	for _, r := range rows {
-		ws = append(ws, r.Name)
-	}
-	return wrapJobs(ws, levels)
-}
-
 func wrapJobs(ws []string, levels string) []proofJob {
 	var jobs []proofJob
 	for _, w := range ws {
 		jobs = append(jobs, proofJob{spec: wrapped(w), levels: levels})
 	}
 	return jobs
-}
-
-func rowNames(rows []struct{ Name, Warns string }) []string {
-	var out []string
-	for _, r := range rows {
-		out = append(out, r.Name)
-	}
-	return out
 }
 
 func flagValue(name string) string {

@@ -473,12 +473,6 @@ func assertClean(t *testing.T, name string, spec targetSpec, levels string) int 
 	return used
 }
 
-// assertFaultCaught runs the suite against a harness with the fault.
-func assertFaultCaught(t *testing.T, tc faultCase, levels string) {
-	t.Helper()
-	assertCaught(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}}, levels, tc.Fails, tc.Tolerated, tc.Args...)
-}
-
 // assertVariantPasses runs the suite against a legal-but-unusual harness.
 func assertVariantPasses(t *testing.T, v refharness.Variant, levels string) {
 	t.Helper()
