@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/harn-conform/conform/reports"
 )
 
 // BenchmarkSelftestExtendedCost measures what the Extended suite adds to a
@@ -69,4 +71,34 @@ func benchLevelCost(b *testing.B, base, with, name string) {
 	b.ReportMetric(withWall.Seconds()/n, "with-"+name+"-s/op")
 	b.ReportMetric((withWall-baseWall).Seconds()/n, name+"-added-s/op")
 	b.ReportMetric((withIn-baseIn).Seconds()/n, name+"-added-run-s/op")
+}
+
+// benchProfileSelftest measures `conform selftest --profiles profile` as a
+// whole process (start, the reference, every spec, reports) and the run's
+// own duration_ms (docs/performance.md; issue 13's target is at most 2 s
+// per profile). A run that does not exit 0 fails the benchmark.
+func benchProfileSelftest(b *testing.B, profile string) {
+	var wall, run time.Duration
+	for i := range b.N {
+		out := filepath.Join(b.TempDir(), "report")
+		start := time.Now()
+		cmd := exec.Command(conformBin, "selftest", "--profiles", profile, "--out", out, "--format", "json")
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("iteration %d: selftest --profiles %s: %v (want exit 0)", i, profile, err)
+		}
+		wall += time.Since(start)
+		raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			DurationMS float64 `json:"duration_ms"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			b.Fatal(err)
+		}
+		run += time.Duration(r.DurationMS * float64(time.Millisecond))
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "process-s/op")
+	b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
 }

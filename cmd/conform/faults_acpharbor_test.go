@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -291,28 +290,4 @@ func acpHarborProven() []string {
 // issue 13's target is at most 2 s per profile).
 //
 //	go test -run XXX -bench SelftestACPHarbor -benchtime 5x ./cmd/conform/
-func BenchmarkSelftestACPHarbor(b *testing.B) {
-	var wall, run time.Duration
-	for i := range b.N {
-		out := filepath.Join(b.TempDir(), "report")
-		start := time.Now()
-		cmd := exec.Command(conformBin, "selftest", "--profiles", "acp-harbor", "--out", out, "--format", "json")
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("iteration %d: selftest --profiles acp-harbor: %v (want exit 0)", i, err)
-		}
-		wall += time.Since(start)
-		raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var r struct {
-			DurationMS float64 `json:"duration_ms"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			b.Fatal(err)
-		}
-		run += time.Duration(r.DurationMS * float64(time.Millisecond))
-	}
-	b.ReportMetric(wall.Seconds()/float64(b.N), "process-s/op")
-	b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
-}
+func BenchmarkSelftestACPHarbor(b *testing.B) { benchProfileSelftest(b, "acp-harbor") }

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/harn-conform/conform/internal/requirements"
 	refoh "github.com/harn-conform/conform/refharness/openharness"
@@ -187,28 +182,4 @@ func openHarnessProven() []string {
 // target is at most 2 s per profile).
 //
 //	go test -run XXX -bench SelftestOpenHarness -benchtime 5x ./cmd/conform/
-func BenchmarkSelftestOpenHarness(b *testing.B) {
-	var wall, run time.Duration
-	for i := range b.N {
-		out := filepath.Join(b.TempDir(), "report")
-		start := time.Now()
-		cmd := exec.Command(conformBin, "selftest", "--profiles", "openharness", "--out", out, "--format", "json")
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("iteration %d: selftest --profiles openharness: %v (want exit 0)", i, err)
-		}
-		wall += time.Since(start)
-		raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var r struct {
-			DurationMS float64 `json:"duration_ms"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			b.Fatal(err)
-		}
-		run += time.Duration(r.DurationMS * float64(time.Millisecond))
-	}
-	b.ReportMetric(wall.Seconds()/float64(b.N), "process-s/op")
-	b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
-}
+func BenchmarkSelftestOpenHarness(b *testing.B) { benchProfileSelftest(b, "openharness") }
