@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/redact"
+	"github.com/harn-conform/conform/internal/testmain"
 )
 
 // The agents these tests drive are this test binary, re-executed with
@@ -21,6 +22,7 @@ import (
 const fakeEnv = "CONFORM_ACP_FAKE_AGENT"
 
 func TestMain(m *testing.M) {
+	testmain.Setup()
 	if mode := os.Getenv(fakeEnv); mode != "" {
 		os.Exit(fakeAgent(mode))
 	}

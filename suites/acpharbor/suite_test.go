@@ -9,12 +9,14 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/harn-conform/conform/refharness/acpharbor"
 )
 
 // TestMain lets this test binary be the reference agent: the profile's
 // reference re-executes it as `BINARY serve-acp` (StartReference).
 func TestMain(m *testing.M) {
+	testmain.Setup()
 	if len(os.Args) > 1 && os.Args[1] == ServeCommand {
 		os.Exit(acpharbor.Main(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package testmain
+
+// RaceEnabled: see race.go.
+const RaceEnabled = false
