@@ -33,6 +33,7 @@ func TestBaselineWorkflow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite four times")
 	}
+	t.Parallel()
 	broken := harness(t, refharness.Options{Faults: refharness.Faults{refharness.FaultSkipVersionCheck: true}})
 	fixed := harness(t, refharness.Options{})
 	run := func(url string, extra ...string) (int, *reports.Report, string) {
@@ -93,6 +94,7 @@ func TestBaselineWorkflow(t *testing.T) {
 // default (the id in its name), per spec on request; report.html and a
 // badge per level; every file readable by others (0644).
 func TestReportFiles(t *testing.T) {
+	t.Parallel()
 	url := harness(t, refharness.Options{})
 	_, console, r, out := runConform(t, "run", "--target", url, "--levels", "core", "--label-filter", "req:CORE-VER-001")
 	if r == nil {

@@ -52,6 +52,7 @@ func cardRun(t *testing.T, opts refharness.Options) (map[string]reports.ReqResul
 }
 
 func TestCardCleanHarnessPasses(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	got, r := cardRun(t, refharness.Options{})
 	for _, id := range cardReqs {
@@ -77,6 +78,7 @@ var cardFaultRows = []struct {
 }
 
 func TestCardFaultsCaught(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	for _, tc := range cardFaultRows {
 		t.Run(string(tc.fault), func(t *testing.T) {
@@ -109,6 +111,7 @@ func TestCardFaultsCaught(t *testing.T) {
 // EXT-CARD-001 unverified with the remedy to publish the key: not a pass,
 // not a failure. EXT-CARD-002 is still judged and passes.
 func TestCardKeyNotPublishedIsUnverified(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	got, r := cardRun(t, refharness.Options{Variants: refharness.Variants{refharness.VariantReceiptUnsigned: true}})
 	one := got["EXT-CARD-001"]

@@ -20,6 +20,7 @@ import (
 )
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -74,6 +75,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestVersionCommit(t *testing.T) {
+	t.Parallel()
 	bi := func(kv ...string) *debug.BuildInfo {
 		b := &debug.BuildInfo{}
 		for i := 0; i < len(kv); i += 2 {
@@ -113,6 +115,7 @@ func TestVersionCommit(t *testing.T) {
 // -h, --help and help exit 0 with the usage on stdout, on every command
 // and sub-command.
 func TestUsageHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range [][]string{
 		{}, {"run"}, {"selftest"}, {"serve"}, {"list"}, {"version"},
 		{"receipt"}, {"receipt", "verify"}, {"tape"}, {"tape", "diff"}, {"tape", "validate"},
@@ -132,6 +135,7 @@ func TestUsageHelpExitsZero(t *testing.T) {
 // run -h names each flag's type, lists the settings without a flag, and
 // states the exit codes.
 func TestUsageRunShowsTypes(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	Main(context.Background(), []string{"run", "-h"}, nil, &out, &out)
 	for _, want := range []string{"--request-timeout duration", "--target url", "--out dir", "--seed int", "--api-key-file file",
@@ -210,6 +214,7 @@ func TestCLIServeKeepsKey(t *testing.T) {
 // serve without --data still tells the operator the generated key (there
 // is no file to point at); with an explicit key nothing is generated.
 func TestCLIServeKeySources(t *testing.T) {
+	t.Parallel()
 	var errb bytes.Buffer
 	key, err := serveAPIKey("", "", func(string) string { return "" }, &errb)
 	if err != nil || !strings.Contains(errb.String(), "api key: "+key) {
@@ -233,6 +238,7 @@ func TestCLIServeKeySources(t *testing.T) {
 // An unreachable target is an engine error (exit 2), reported quickly and
 // by name, not a nonconformance.
 func TestUnreachableTarget(t *testing.T) {
+	t.Parallel()
 	code, console, r, _ := runConform(t, "run", "--target", "http://127.0.0.1:1", "--request-timeout", "2s")
 	if code != 2 || !strings.Contains(console, "127.0.0.1:1") || !strings.Contains(console, "--wait-for-target") {
 		t.Errorf("exit %d, output %q; want exit 2 naming the target, with a hint", code, console)
@@ -246,6 +252,7 @@ func TestUnreachableTarget(t *testing.T) {
 // The canary: a whole run with a known key, then the key must appear in no
 // report file and nowhere on the console.
 func TestCanaryKeyNeverOutput(t *testing.T) {
+	t.Parallel()
 	url := harness(t, refharness.Options{})
 	// The Extended level too, with the further actors' keys (given by file,
 	// as an operator would): they must not show either.
@@ -278,6 +285,7 @@ func TestCanaryKeyNeverOutput(t *testing.T) {
 
 // selftest end to end: the reference Harness passes its own suite.
 func TestSelftestConformant(t *testing.T) {
+	t.Parallel()
 	code, console, r, _ := runConform(t, "selftest")
 	if code != 0 || r == nil {
 		t.Fatalf("selftest exit %d:\n%s", code, console)
@@ -291,6 +299,7 @@ func TestSelftestConformant(t *testing.T) {
 // --redact-file's values are scrubbed from both (here the target's path
 // prefix, which the console and the report otherwise show).
 func TestCLIRunFormatJSON(t *testing.T) {
+	t.Parallel()
 	url := harness(t, refharness.Options{})
 	out := t.TempDir()
 	secrets := filepath.Join(t.TempDir(), "secrets")
@@ -319,6 +328,7 @@ func TestCLIRunFormatJSON(t *testing.T) {
 }
 
 func TestListJSON(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(conformBin, "list", "--format", "json", "--levels", "core").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +342,7 @@ func TestListJSON(t *testing.T) {
 // MUST (or MUST NOT) is verified by at least one spec or carries an explicit
 // exclusion with its reason.
 func TestCoverageGate(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(conformBin, "list", "--format", "json").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -376,6 +387,7 @@ func TestCoverageGate(t *testing.T) {
 // is not a Harness at all (a web server's HTML page, some other JSON API)
 // is the user's mistake: exit 2 with a hint, and no failure blamed on it.
 func TestGarbageTarget(t *testing.T) {
+	t.Parallel()
 	const notHarn, findings = 2, 1
 	for name, tc := range map[string]struct {
 		h    http.HandlerFunc
@@ -431,6 +443,7 @@ func TestGarbageTarget(t *testing.T) {
 // (until the client gives up) is cut off at the bound, and what the bound
 // cuts off is an error (exit 2), never a failure of the target.
 func TestMaxDurationCutsOff(t *testing.T) {
+	t.Parallel()
 	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}})
 	if err != nil {
 		t.Fatal(err)

@@ -189,6 +189,7 @@ func reqResult(r *reports.Report, id string) reports.ReqResult {
 // durability MUSTs pass, and every other spec, before or after the restart
 // in the random order, still passes.
 func TestDurabilityDurableTargetPasses(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs conform serve and the Core suite")
 	}
@@ -214,6 +215,7 @@ func TestDurabilityDurableTargetPasses(t *testing.T) {
 // (b) An in-memory target loses everything on a restart: exactly the
 // durability MUSTs fail.
 func TestDurabilityForgetfulTarget(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs conform serve and the Core suite")
 	}
@@ -237,6 +239,7 @@ func TestDurabilityForgetfulTarget(t *testing.T) {
 // (c) A restart command that fails is the operator's problem: an error
 // verdict with its output (redacted), exit 2, never "nonconformant".
 func TestDurabilityRestartCommandFails(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	url := harness(t, refharness.Options{})
 	code, output, r := durabilityRun(t, url, "--focus", "Durability",
@@ -264,6 +267,7 @@ func TestDurabilityRestartCommandFails(t *testing.T) {
 // A target that does not come back after the restart command is an error
 // too, with what the command printed; nothing is blamed on the target.
 func TestDurabilityTargetNeverComesBack(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs conform serve")
 	}
@@ -285,6 +289,7 @@ func TestDurabilityTargetNeverComesBack(t *testing.T) {
 // (d) Without --restart-cmd the durability MUSTs are unverified, with the
 // remedy, and Core is partial.
 func TestDurabilityWithoutRestartCmdIsUnverified(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	url := harness(t, refharness.Options{})
 	_, _, r := durabilityRun(t, url, "--focus", "Durability")
@@ -310,6 +315,7 @@ func TestDurabilityWithoutRestartCmdIsUnverified(t *testing.T) {
 // CORE-DUR-001 fails (its WORKING sibling, read back as WORKING, is legal,
 // and the idempotency keys survive).
 func TestDurabilityRecoveredAsWaiting(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the Core suite")
 	}
@@ -340,6 +346,7 @@ func TestDurabilityRecoveredAsWaiting(t *testing.T) {
 // The restart of a wrapserve target itself works: without a middleware the
 // durability MUSTs pass.
 func TestDurabilityWrappedRestartPasses(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the durability spec")
 	}

@@ -29,10 +29,10 @@ func TestEveryCheckRunsTwoFaults(t *testing.T) {
 		t.Skip("runs the Core suite")
 	}
 	t.Parallel()
-	url := harness(t, refharness.Options{Faults: refharness.Faults{
-		refharness.FaultOutcomeNotListed: true, refharness.FaultEventByIDDiffers: true}})
+	// Through the proof pool (the unit tier's one run on it, so that its
+	// workers run under the race detector too).
 	want := []string{"CORE-READ-008", "CORE-READ-014"}
-	code, r := runProof(t, "two faults at once", url, "core")
+	code, r, _ := proof(t, "two faults at once", targetSpec{Faults: []refharness.Fault{refharness.FaultOutcomeNotListed, refharness.FaultEventByIDDiffers}}, "core")
 	if failed := verdicts(r, reports.Fail); !slices.Equal(failed, want) {
 		t.Errorf("failed = %v, want %v: %s", failed, want, messages(r, append(failed, want...)))
 	}
@@ -239,6 +239,7 @@ func TestUnauthorizedSetupBlamesNoReceipt(t *testing.T) {
 // receipt_id — are refused. That is a Core finding, not a receipt's: no
 // RCPT requirement fails.
 func TestUnauthorizedTaskReadsBlameNoReceipt(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the suite")
 	}

@@ -574,7 +574,7 @@ func (p *faultPool) assertRuns(t *testing.T, f string, own func(code int, r *rep
 		if len(runs) > 1 && len(where) == 1 {
 			whose = "another row of that run's, or theirs together: it failed in that run only"
 		}
-		t.Errorf("%s: unrelated requirement %s failed (%s; run `go test ./cmd/conform -run '%s'` for this row alone):%s",
+		t.Errorf("%s: unrelated requirement %s failed (%s; run `go test ./cmd/conform -proofs -run '%s'` for this row alone):%s",
 			strings.Join(where, "; "), id, whose, t.Name(), msgs[id])
 	}
 	if len(why) > 0 {

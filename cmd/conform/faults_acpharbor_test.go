@@ -139,6 +139,7 @@ func acpHarborRun(t *testing.T, agentFlags ...string) (int, *reports.Report) {
 }
 
 func TestACPHarborCleanAgent(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	code, r := acpHarborRun(t)
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), append(verdicts(r, reports.Warn), verdicts(r, reports.Unverified)...)...); len(bad) > 0 || code != 0 {
@@ -157,6 +158,7 @@ func TestACPHarborCleanAgent(t *testing.T) {
 // An agent that advertises nothing of Harbor: the extensions are not
 // claimed (skip), the base protocol is judged and conformant.
 func TestACPHarborBaseOnlyAgent(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	code, r := acpHarborRun(t, "--variant", string(acpharbor.VariantNoHarbor))
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), append(verdicts(r, reports.Warn), verdicts(r, reports.Unverified)...)...); len(bad) > 0 || code != 0 {
@@ -176,6 +178,7 @@ func TestACPHarborBaseOnlyAgent(t *testing.T) {
 }
 
 func TestACPHarborFaultsCaught(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the profile once per fault")
 	}
@@ -206,6 +209,7 @@ func TestACPHarborFaultsCaught(t *testing.T) {
 }
 
 func TestACPHarborShouldFaultsWarn(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the profile once per fault")
 	}
@@ -225,6 +229,7 @@ func TestACPHarborShouldFaultsWarn(t *testing.T) {
 }
 
 func TestACPHarborVariantsAccepted(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the profile once per variant")
 	}

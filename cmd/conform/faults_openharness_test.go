@@ -79,6 +79,7 @@ func openHarnessRun(t *testing.T, faults ...refoh.Fault) (int, *reports.Report) 
 }
 
 func TestOpenHarnessCleanEngine(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	code, r := openHarnessRun(t)
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), append(verdicts(r, reports.Warn), verdicts(r, reports.Unverified)...)...); len(bad) > 0 || code != 0 {
@@ -95,6 +96,7 @@ func TestOpenHarnessCleanEngine(t *testing.T) {
 }
 
 func TestOpenHarnessFaultsCaught(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the profile once per fault")
 	}
@@ -125,6 +127,7 @@ func TestOpenHarnessFaultsCaught(t *testing.T) {
 }
 
 func TestOpenHarnessShouldFaultsWarn(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the profile once per fault")
 	}

@@ -172,6 +172,7 @@ func TestReplayCleanAndHookless(t *testing.T) {
 // front of it (capabilities.receipts: false); the receipt checks of the
 // Replay level are then not applicable, and nothing fails.
 func TestReplayWithoutReceiptsWarns(t *testing.T) {
+	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the Replay level once")
 	}

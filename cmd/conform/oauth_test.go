@@ -121,6 +121,7 @@ func wantVerdicts(t *testing.T, got map[string]reports.ReqResult, want map[strin
 }
 
 func TestOAuthCleanHarnessPasses(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	wantVerdicts(t, oauthRun(t, harness(t, refharness.Options{})), nil)
 }
@@ -143,6 +144,7 @@ var oauthFaultRows = []struct {
 }
 
 func TestOAuthFaultsCaught(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	for _, tc := range oauthFaultRows {
 		t.Run(string(tc.fault), func(t *testing.T) {
@@ -163,6 +165,7 @@ func TestOAuthFaultsCaught(t *testing.T) {
 // remedy naming the setting; the forged-token checks of EXT-OAUTH-002 still
 // run (and pass), but cannot verify it alone.
 func TestOAuthWithoutTestTokensIsUnverified(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	got := oauthRun(t, harness(t, refharness.Options{Variants: refharness.Variants{refharness.VariantNoOAuthTestTokens: true}}))
 	wantVerdicts(t, got, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Unverified, "EXT-OAUTH-003": reports.Unverified, "EXT-OAUTH-004": reports.Unverified})
@@ -176,6 +179,7 @@ func TestOAuthWithoutTestTokensIsUnverified(t *testing.T) {
 // Without a client the run cannot get tokens: every OAuth requirement is
 // unverified with the remedy, none passed.
 func TestOAuthWithoutClientIsUnverified(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	url := harness(t, refharness.Options{})
 	code, console, r, out := runConform(t, "run", "--target", url, "--levels", "extended", "--label-filter", oauthFilter)
@@ -211,6 +215,7 @@ func TestOAuthRefusedClientStopsTheRun(t *testing.T) {
 // harness that ignores audiences fails EXT-OAUTH-003 with them, and no
 // fixture reaches a report.
 func TestOAuthOperatorFixtures(t *testing.T) {
+	proofTier(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string

@@ -17,6 +17,7 @@ import (
 // A user's mistake is exit 2 with a hint and a report that says why —
 // never "not conformant", never a failure blamed on the target.
 func TestUserMistakesExit2(t *testing.T) {
+	t.Parallel()
 	url := harness(t, refharness.Options{})
 	wrongKey := filepath.Join(t.TempDir(), "key")
 	os.WriteFile(wrongKey, []byte("sk-not-the-key\n"), 0o600)
@@ -70,6 +71,7 @@ func TestUserMistakesExit2(t *testing.T) {
 // unanswered exchanges ("target stopped answering"), not a verdict per
 // spec each waiting out its timeout, and nothing is blamed on it.
 func TestTargetThatStopsAnswering(t *testing.T) {
+	t.Parallel()
 	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +116,7 @@ func TestTargetThatStopsAnswering(t *testing.T) {
 // --wait-for-target polls discovery until the target is up: a CI job may
 // start the server in the background and run conform at once.
 func TestWaitForTarget(t *testing.T) {
+	t.Parallel()
 	url := harness(t, refharness.Options{})
 	var polls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

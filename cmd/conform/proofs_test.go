@@ -23,9 +23,25 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/reports"
 )
+
+// proofTier skips the calling test unless -proofs is set. The proof tier
+// is every test that judges the suite's verdicts against the reference
+// Harness with a fault, a variant or a middleware (the fault-proof matrix,
+// the legal variants, the clean and hookless runs of each area): some 280
+// whole-level runs, three to four minutes of both cores. Without it this
+// package runs its unit tier: the CLI, the reports, the preflight, the
+// distribution, and the static checks that every MUST has a fault row
+// (internal/testmain; docs/performance.md, "The test command").
+func proofTier(t *testing.T) {
+	t.Helper()
+	if !testmain.Proofs() {
+		t.Skip("proof tier: go test ./cmd/conform -proofs runs it (.ci/run does)")
+	}
+}
 
 // proofJob is one proof run: the suite at levels, with extra flags,
 // against a harness served as spec says.
@@ -84,6 +100,7 @@ func startProofs(t *testing.T) {
 	if strings.Contains(t.Name(), "/") {
 		t.Fatal("startProofs is for top-level tests")
 	}
+	proofTier(t)
 	if _, ok := proofPlan[t.Name()]; !ok {
 		t.Fatalf("%s has no entry in proofPlan", t.Name())
 	}
@@ -163,10 +180,10 @@ func proofWorker() {
 	}
 }
 
-// wholePackage reports whether every test runs (no -run, -skip, -short or
-// -list).
+// wholePackage reports whether every proof test runs (-proofs, and no
+// -run, -skip, -short or -list).
 func wholePackage() bool {
-	return flagValue("test.run") == "" && flagValue("test.skip") == "" && flagValue("test.list") == "" && !testing.Short()
+	return testmain.Proofs() && flagValue("test.run") == "" && flagValue("test.skip") == "" && flagValue("test.list") == "" && !testing.Short()
 }
 
 // lookupLocked returns the run of job j in iteration iter, creating it.

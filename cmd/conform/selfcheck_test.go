@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/wrapfault"
 	"github.com/harn-conform/conform/reports"
@@ -45,6 +46,7 @@ import (
 var conformBin, wrapserveBin string
 
 func TestMain(m *testing.M) {
+	testmain.Setup()
 	dir, err := os.MkdirTemp("", "conform-bin-")
 	if err != nil {
 		panic(err)
@@ -257,6 +259,7 @@ func (p *served) stop() (int, error) {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		rest, _ := io.ReadAll(p.out)
 		werr := p.cmd.Wait()
+		logCPU("serve", 0, p.cmd.ProcessState, p.cmd.Args[1:])
 		for _, l := range strings.Split(string(rest), "\n") {
 			if n, ok := strings.CutPrefix(l, "wrapserve: used "); ok {
 				p.used, p.err = strconv.Atoi(n)
@@ -286,6 +289,31 @@ func serveFor(t *testing.T, spec targetSpec) *served {
 	return p
 }
 
+// cpuLog is where logCPU appends (CONFORM_TEST_CPU_LOG; unset: nowhere).
+var cpuLog struct {
+	sync.Mutex
+	path string
+	once sync.Once
+}
+
+// logCPU appends one line per process this package ran (what, wall
+// seconds, CPU seconds, arguments) to the file CONFORM_TEST_CPU_LOG names:
+// how docs/performance.md finds where the test command's CPU goes.
+func logCPU(what string, wall time.Duration, st *os.ProcessState, args []string) {
+	cpuLog.once.Do(func() { cpuLog.path = os.Getenv("CONFORM_TEST_CPU_LOG") })
+	if cpuLog.path == "" || st == nil {
+		return
+	}
+	cpuLog.Lock()
+	defer cpuLog.Unlock()
+	f, err := os.OpenFile(cpuLog.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s\t%.3f\t%.3f\t%s\n", what, wall.Seconds(), (st.UserTime() + st.SystemTime()).Seconds(), strings.Join(args, " "))
+}
+
 // oneProc runs a subprocess on one P: proof runs are many small processes
 // side by side, and a Go runtime with one P spends far less CPU spinning
 // for work (a fifth less per proof run, measured) while the processes
@@ -309,7 +337,9 @@ func execConformIn(out string, env []string, args ...string) (int, string, []byt
 	defer cancel()
 	cmd := exec.CommandContext(ctx, conformBin, append(args, "--out", out)...)
 	cmd.Env = append(append(os.Environ(), "CONFORM_API_KEY="+testKey), env...)
+	t0 := time.Now()
 	b, err := cmd.CombinedOutput()
+	logCPU("conform", time.Since(t0), cmd.ProcessState, args)
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

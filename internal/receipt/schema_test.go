@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harn-conform/conform/fixtures/receipts"
+	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -128,6 +129,13 @@ func TestSchemaEquivalentToPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under the race detector, which finds nothing in pure validation and
+	// makes it ten times dearer, every fifth variant (in label order);
+	// builds without -race, and -proofs, validate them all (testmain.Full).
+	sample := 1
+	if !testmain.Full() {
+		sample = 5
+	}
 	bases := []string{"valid/task-completed.json", "valid/replay-segment.json", "valid/signed.json", "valid/numbers.json", "valid/task-failed.json"}
 	total, invalid := 0, 0
 	for _, base := range bases {
@@ -135,7 +143,17 @@ func TestSchemaEquivalentToPublished(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for label, v := range variants(decodeNumbers(t, b)) {
+		vs := variants(decodeNumbers(t, b))
+		labels := make([]string, 0, len(vs))
+		for label := range vs {
+			labels = append(labels, label)
+		}
+		sort.Strings(labels)
+		for i, label := range labels {
+			if i%sample != 0 {
+				continue
+			}
+			v := vs[label]
 			ourErr, theirErr := ours.Validate(v), theirs.Validate(v)
 			total++
 			if ourErr != nil {
@@ -147,7 +165,7 @@ func TestSchemaEquivalentToPublished(t *testing.T) {
 		}
 	}
 	// Guard against a vacuous pass: most variants must be rejected.
-	if total < 3000 || invalid < total/2 {
+	if total < 3000/sample || invalid < total/2 {
 		t.Errorf("%d variants, %d invalid: the corpus is too weak", total, invalid)
 	}
 	t.Logf("%d variants, %d rejected by both schemas", total, invalid)
