@@ -1,7 +1,7 @@
 # The conform container image: a static binary in a distroless image, run as
 # a non-root user, with /work as the working directory for reports.
 #
-#   docker build -t conform --build-arg VERSION=v0.1.0 --build-arg COMMIT="$(git rev-parse HEAD)" .
+#   docker build -t conform --build-arg VERSION=v0.2.0 --build-arg COMMIT="$(git rev-parse HEAD)" .
 #   docker run --rm conform version
 #   docker run --rm --network host -e CONFORM_API_KEY \
 #     -v "$PWD/conform-report:/work/conform-report" --user "$(id -u):$(id -g)" \
