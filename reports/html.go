@@ -1,16 +1,20 @@
 package reports
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 )
 
 // report.html is one self-contained file: inline CSS and a little inline
@@ -163,6 +167,14 @@ seed {{.R.Seed}} · {{printf "%.1f" .Seconds}} s · started {{.R.StartedAt}} · 
 {{end}}</details>
 {{end}}{{end}}
 
+{{if .Documents}}<h2 id="evidence">Evidence documents</h2>
+<p class="muted">Documents the specs attached to their verdicts, whatever the verdict (for Replay, the fidelity oracle's report on each pair of tapes); in full in conform.json.</p>
+{{range .Documents}}<details id="{{.Anchor}}">
+<summary>{{.A.Name}} <span class="muted">({{.Spec}}{{if .A.Schema}}, <code>{{.A.Schema}}</code>{{end}})</span></summary>
+<pre>{{.Text}}</pre>{{if .Cut}}<p class="muted">{{.Cut}} more bytes: the whole document is in conform.json.</p>{{end}}
+</details>
+{{end}}{{end}}
+
 {{if .R.Notes}}<h2 id="notes">Notes</h2>
 <ul>{{range .R.Notes}}<li class="msg">{{.}}</li>{{end}}</ul>{{end}}
 {{if .R.SuiteDefects}}<h2 id="defects">Suite defects</h2>
@@ -188,7 +200,39 @@ type htmlView struct {
 	R                *Report
 	Findings         []htmlFinding
 	Specs            []htmlSpec
+	Documents        []htmlDocument
 	SelfChecksFailed int
+}
+
+// htmlDocument is a spec's evidence attachment, indented and cut at
+// maxDocumentBytes (a FidelityReport of long tapes can be large; the
+// report's JSON keeps the whole).
+type htmlDocument struct {
+	A      evidence.Attachment
+	Spec   string
+	Anchor string
+	Text   string
+	Cut    int // bytes left out
+}
+
+const maxDocumentBytes = 64 << 10
+
+func documentOf(a evidence.Attachment, spec, anchor string) htmlDocument {
+	d := htmlDocument{A: a, Spec: spec, Anchor: anchor}
+	var b bytes.Buffer
+	if json.Indent(&b, a.Content, "", "  ") == nil {
+		d.Text = b.String()
+	} else {
+		d.Text = string(a.Content) // not JSON after all: shown as it is, escaped
+	}
+	if len(d.Text) > maxDocumentBytes {
+		cut := maxDocumentBytes
+		for cut > 0 && !utf8.RuneStart(d.Text[cut]) {
+			cut--
+		}
+		d.Cut, d.Text = len(d.Text)-cut, d.Text[:cut]
+	}
+	return d
 }
 
 type htmlFinding struct {
@@ -246,6 +290,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 		anchors[s.Name] = hs.Anchor
 		v.Specs = append(v.Specs, hs)
+	}
+	for _, s := range r.Specs {
+		for _, a := range s.Evidence {
+			v.Documents = append(v.Documents, documentOf(a, s.Name, fmt.Sprintf("doc-%d", len(v.Documents)+1)))
+		}
 	}
 	for _, q := range r.Requirements {
 		if !isFinding(q) {

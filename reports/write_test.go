@@ -28,6 +28,15 @@ const hostile = `<script>alert(1)</script>"><img src=x onerror=alert(2)></style>
 // message, a transcript and a curl line), A-002 is unverified with a
 // remedy, A-003 (a SHOULD) warns, A-004 is unobservable, receipts is not
 // claimed.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func sample(t *testing.T) *Report {
 	t.Helper()
 	tr := evidence.Transcript{Exchanges: []client.Exchange{{Kind: "http", Op: "GET /v1/tasks", Method: "GET", URL: "http://h/v1/tasks",
@@ -41,7 +50,9 @@ func sample(t *testing.T) *Report {
 		spec("unverified A2", types.SpecStateSkipped, "", []string{"req:CORE-A-002"},
 			entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: "no scenario hook", Remedy: "implement the scenario contract"})),
 		spec("warns A3", types.SpecStatePassed, "", []string{"req:CORE-A-003"},
-			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-003", Verdict: "warn", Message: "no Retry-After"})),
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-003", Verdict: "warn", Message: "no Retry-After"}),
+			entry(t, evidence.EntryEvidence, evidence.Attachment{Name: "fidelity: source vs replay " + hostile, Schema: "conform-fidelity-report/v1",
+				Content: json.RawMessage(`{"equivalent":true,"note":` + mustJSON(t, hostile) + `}`)})),
 	)
 	return Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptOff), Registry: reg(t), Seed: 7}, gr)
 }
@@ -164,13 +175,34 @@ func TestHTMLReport(t *testing.T) {
 		`href="https://harnlang.com/spec/agents-protocol/v1#s"`,        // other links kept
 		`data-verdict="unverified"`, "implement the scenario contract", // unverified with its remedy
 		`id="q"`, `id="verdict"`, // the filter
-		"not claimed", // the receipts level's status
+		"not claimed",                                                            // the receipts level's status
+		`id="evidence"`, `id="doc-1"`, "<code>conform-fidelity-report/v1</code>", // a passing spec's evidence document
+		"{\n  &#34;equivalent&#34;: true,", // indented
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
 	checkOutputs(t, r)
+}
+
+// A document longer than the page shows is cut on a character boundary,
+// saying how much is left out; one that is not JSON is shown as it is.
+func TestHTMLDocumentCut(t *testing.T) {
+	long := `{"s":"` + strings.Repeat("é", maxDocumentBytes) + `"}`
+	d := documentOf(evidence.Attachment{Name: "big", Content: json.RawMessage(long)}, "spec", "doc-1")
+	if len(d.Text) > maxDocumentBytes || !utf8.ValidString(d.Text) {
+		t.Errorf("cut text: %d bytes, valid UTF-8 %v", len(d.Text), utf8.ValidString(d.Text))
+	}
+	var indented bytes.Buffer
+	json.Indent(&indented, []byte(long), "", "  ")
+	if d.Cut <= 0 || len(d.Text)+d.Cut != indented.Len() || !strings.HasPrefix(indented.String(), d.Text) {
+		t.Errorf("cut %d bytes of %d, shown %d", d.Cut, indented.Len(), len(d.Text))
+	}
+	d = documentOf(evidence.Attachment{Name: "raw", Content: json.RawMessage("not json")}, "spec", "doc-2")
+	if d.Text != "not json" || d.Cut != 0 {
+		t.Errorf("a document that is not JSON: %+v", d)
+	}
 }
 
 func junitOf(t *testing.T, r *Report, granularity string) junitSuites {
