@@ -8,7 +8,6 @@ package cardcli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,28 +66,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return run(args, os.Stdin, stdout, stderr)
 }
 
+var command = cli.FileCommand{Command: "conform card", Subcommand: "verify", Usage: printUsage}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, "conform card: missing subcommand (want verify)\n\n")
-		printUsage(stderr)
-		return ExitInput
+	args, code, done := command.Args(args, stdout, stderr)
+	if done {
+		return code
 	}
-	switch {
-	case cli.IsHelp(args[0]):
-		printUsage(stdout)
-		return ExitValid
-	case args[0] != "verify":
-		fmt.Fprintf(stderr, "conform card: unknown subcommand %q (want verify)\n", args[0])
-		return ExitInput
-	case cli.AsksHelp(args[1:]):
-		printUsage(stdout)
-		return ExitValid
-	}
-	cfg, err := parse(args[1:])
+	cfg, err := parse(args)
 	if err != nil {
-		fmt.Fprintln(stderr, "conform card verify:", err)
-		fmt.Fprintln(stderr, "(conform card verify -h shows the usage)")
-		return ExitInput
+		return command.UsageError(stderr, err)
 	}
 	return verify(cfg, stdin, stdout, stderr)
 }
@@ -112,79 +99,18 @@ func newFlags(cfg *config) *flag.FlagSet {
 // parse reads flags and files in any order; everything after "--" is a file.
 func parse(args []string) (*config, error) {
 	cfg := &config{}
-	fs := newFlags(cfg)
-	var tail []string
-	for i, a := range args {
-		if a == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
+	files, err := cli.ParseFiles(newFlags(cfg), args, "card")
+	if err != nil {
+		return nil, err
 	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		cfg.files = append(cfg.files, args[0])
-		args = args[1:]
-	}
-	cfg.files = append(cfg.files, tail...)
-	if len(cfg.files) == 0 {
-		return nil, errors.New("no card files given (use - for stdin)")
-	}
+	cfg.files = files
 	if err := cli.CheckFormat(cfg.format); err != nil {
 		return nil, err
 	}
-	stdins := 0
-	for _, f := range append([]string{cfg.keys}, cfg.files...) {
-		if f == "-" {
-			stdins++
-		}
-	}
-	if stdins > 1 {
-		return nil, errors.New(`"-" (stdin) given more than once`)
+	if err := cli.OneStdin(append([]string{cfg.keys}, cfg.files...)...); err != nil {
+		return nil, err
 	}
 	return cfg, nil
-}
-
-// readBounded reads at most limit bytes, failing (not truncating) beyond.
-func readBounded(r io.Reader, name string, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes, refusing to read further", name, limit)
-	}
-	return b, nil
-}
-
-func readFile(path string, stdin io.Reader, limit int64) ([]byte, error) {
-	if path == "-" {
-		if stdin == nil {
-			return nil, errors.New("<stdin>: no standard input")
-		}
-		return readBounded(stdin, "<stdin>", limit)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // already names the file
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory", path)
-	}
-	return readBounded(f, path, limit)
-}
-
-func displayName(path string) string {
-	if path == "-" {
-		return "<stdin>"
-	}
-	return path
 }
 
 // Verdicts.
@@ -219,7 +145,7 @@ type output struct {
 func verify(cfg *config, stdin io.Reader, stdout, stderr io.Writer) int {
 	var keys *receipt.KeySet
 	if cfg.keys != "" {
-		b, err := readFile(cfg.keys, stdin, MaxKeysBytes)
+		b, err := cli.ReadFile(cfg.keys, stdin, MaxKeysBytes)
 		if err == nil {
 			keys, err = receipt.ParseKeySet(b)
 			if err != nil {
@@ -234,14 +160,14 @@ func verify(cfg *config, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := output{Profile: cardsig.Profile, Cards: []report{}}
 	out.Valid = true
 	for _, f := range cfg.files {
-		raw, err := readFile(f, stdin, cardsig.MaxCardBytes)
+		raw, err := cli.ReadFile(f, stdin, cardsig.MaxCardBytes)
 		if err != nil {
-			out.Errors = append(out.Errors, inputError{File: displayName(f), Error: err.Error()})
+			out.Errors = append(out.Errors, inputError{File: cli.DisplayName(f), Error: err.Error()})
 			fmt.Fprintln(stderr, "conform card verify:", err)
 			out.Valid = false
 			continue
 		}
-		rep := judge(displayName(f), cardsig.Verify(raw, keys), cfg.allowUnchecked)
+		rep := judge(cli.DisplayName(f), cardsig.Verify(raw, keys), cfg.allowUnchecked)
 		if cfg.canonical && rep.Result.Canonical != nil {
 			s := string(rep.Result.Canonical)
 			rep.Canonical = &s

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/harn-conform/conform/internal/cli"
 	oh "github.com/harn-conform/conform/internal/openharness"
@@ -51,29 +50,17 @@ type config struct {
 	files  []string
 }
 
+var command = cli.FileCommand{Command: "conform openharness", Subcommand: "validate", Usage: printUsage}
+
 // Main runs `conform openharness <args>`; args[0] is the subcommand.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, "conform openharness: missing subcommand (want validate)\n\n")
-		printUsage(stderr)
-		return ExitInput
+	args, code, done := command.Args(args, stdout, stderr)
+	if done {
+		return code
 	}
-	switch {
-	case cli.IsHelp(args[0]):
-		printUsage(stdout)
-		return ExitValid
-	case args[0] != "validate":
-		fmt.Fprintf(stderr, "conform openharness: unknown subcommand %q (want validate)\n", args[0])
-		return ExitInput
-	case cli.AsksHelp(args[1:]):
-		printUsage(stdout)
-		return ExitValid
-	}
-	cfg, err := parse(args[1:])
+	cfg, err := parse(args)
 	if err != nil {
-		fmt.Fprintln(stderr, "conform openharness validate:", err)
-		fmt.Fprintln(stderr, "(conform openharness validate -h shows the usage)")
-		return ExitInput
+		return command.UsageError(stderr, err)
 	}
 	return validate(cfg, stdin, stdout, stderr)
 }
@@ -95,29 +82,11 @@ func newFlags(cfg *config) *flag.FlagSet {
 // parse reads flags and files in any order; everything after "--" is a file.
 func parse(args []string) (*config, error) {
 	cfg := &config{}
-	fs := newFlags(cfg)
-	var tail []string
-	for i, a := range args {
-		if a == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
+	files, err := cli.ParseFiles(newFlags(cfg), args, "message")
+	if err != nil {
+		return nil, err
 	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		cfg.files = append(cfg.files, args[0])
-		args = args[1:]
-	}
-	cfg.files = append(cfg.files, tail...)
-	if len(cfg.files) == 0 {
-		return nil, errors.New("no message files given (use - for stdin)")
-	}
+	cfg.files = files
 	if err := cli.CheckFormat(cfg.format); err != nil {
 		return nil, err
 	}
@@ -126,54 +95,10 @@ func parse(args []string) (*config, error) {
 	default:
 		return nil, fmt.Errorf("--kind %q: want auto, request or response", cfg.kind)
 	}
-	stdins := 0
-	for _, f := range cfg.files {
-		if f == "-" {
-			stdins++
-		}
-	}
-	if stdins > 1 {
-		return nil, errors.New(`"-" (stdin) given more than once`)
+	if err := cli.OneStdin(cfg.files...); err != nil {
+		return nil, err
 	}
 	return cfg, nil
-}
-
-// readFile reads one message, at most oh.MaxMessageBytes (failing, never
-// truncating, beyond).
-func readFile(path string, stdin io.Reader) ([]byte, error) {
-	name := path
-	var r io.Reader
-	if path == "-" {
-		if stdin == nil {
-			return nil, errors.New("<stdin>: no standard input")
-		}
-		name, r = "<stdin>", stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err // already names the file
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return nil, fmt.Errorf("%s: is a directory", path)
-		}
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, oh.MaxMessageBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if len(b) > oh.MaxMessageBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes, refusing to read further (an envelope carries references, not bytes)", name, oh.MaxMessageBytes)
-	}
-	return b, nil
-}
-
-func displayName(path string) string {
-	if path == "-" {
-		return "<stdin>"
-	}
-	return path
 }
 
 // message is one file's entry in the output.
@@ -196,13 +121,16 @@ type output struct {
 func validate(cfg *config, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := output{Valid: true, Messages: []message{}}
 	for _, f := range cfg.files {
-		b, err := readFile(f, stdin)
+		b, err := cli.ReadFile(f, stdin, oh.MaxMessageBytes)
+		if errors.Is(err, cli.ErrTooLarge) {
+			err = fmt.Errorf("%w (an envelope carries references, not bytes)", err)
+		}
 		if err != nil {
-			out.Errors = append(out.Errors, inputError{File: displayName(f), Error: err.Error()})
+			out.Errors = append(out.Errors, inputError{File: cli.DisplayName(f), Error: err.Error()})
 			fmt.Fprintln(stderr, "conform openharness validate:", err)
 			continue
 		}
-		m := message{File: displayName(f), Result: judge(b, oh.Kind(cfg.kind))}
+		m := message{File: cli.DisplayName(f), Result: judge(b, oh.Kind(cfg.kind))}
 		out.Valid = out.Valid && m.Valid
 		out.Messages = append(out.Messages, m)
 	}

@@ -6,11 +6,9 @@ package receiptcli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/cli"
@@ -60,29 +58,17 @@ type config struct {
 	files          []string
 }
 
+var command = cli.FileCommand{Command: "conform receipt", Subcommand: "verify", Usage: printUsage}
+
 // Main runs `conform receipt <args>`; args[0] is the subcommand.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, "conform receipt: missing subcommand (want verify)\n\n")
-		printUsage(stderr)
-		return ExitInput
+	args, code, done := command.Args(args, stdout, stderr)
+	if done {
+		return code
 	}
-	switch {
-	case cli.IsHelp(args[0]):
-		printUsage(stdout)
-		return ExitValid
-	case args[0] != "verify":
-		fmt.Fprintf(stderr, "conform receipt: unknown subcommand %q (want verify)\n", args[0])
-		return ExitInput
-	case cli.AsksHelp(args[1:]):
-		printUsage(stdout)
-		return ExitValid
-	}
-	cfg, err := parse(args[1:])
+	cfg, err := parse(args)
 	if err != nil {
-		fmt.Fprintln(stderr, "conform receipt verify:", err)
-		fmt.Fprintln(stderr, "(conform receipt verify -h shows the usage)")
-		return ExitInput
+		return command.UsageError(stderr, err)
 	}
 	return verify(cfg, stdin, stdout, stderr)
 }
@@ -109,43 +95,16 @@ func newFlags(cfg *config) *flag.FlagSet {
 // parse reads flags and files in any order; everything after "--" is a file.
 func parse(args []string) (*config, error) {
 	cfg := &config{}
-	fs := newFlags(cfg)
-	var tail []string
-	for i, a := range args {
-		if a == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
+	files, err := cli.ParseFiles(newFlags(cfg), args, "receipt")
+	if err != nil {
+		return nil, err
 	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		cfg.files = append(cfg.files, args[0])
-		args = args[1:]
-	}
-	cfg.files = append(cfg.files, tail...)
-	if len(cfg.files) == 0 {
-		return nil, errors.New("no receipt files given (use - for stdin)")
-	}
+	cfg.files = files
 	if err := cli.CheckFormat(cfg.format); err != nil {
 		return nil, err
 	}
-	stdins := 0
-	for _, f := range cfg.files {
-		if f == "-" {
-			stdins++
-		}
-	}
-	if cfg.keys == "-" {
-		stdins++
-	}
-	if stdins > 1 {
-		return nil, errors.New(`"-" (stdin) given more than once`)
+	if err := cli.OneStdin(append([]string{cfg.keys}, cfg.files...)...); err != nil {
+		return nil, err
 	}
 	for name, v := range map[string]string{"--merkle-root": cfg.merkleRoot, "--previous": cfg.previous} {
 		if v != "" && !validHash(v) && !(name == "--previous" && v == "null") {
@@ -165,43 +124,6 @@ func validHash(s string) bool {
 		}
 	}
 	return true
-}
-
-// readBounded reads at most limit bytes, failing (not truncating) beyond.
-func readBounded(r io.Reader, name string, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes, refusing to read further", name, limit)
-	}
-	return b, nil
-}
-
-func readFile(path string, stdin io.Reader, limit int64) ([]byte, error) {
-	if path == "-" {
-		if stdin == nil {
-			return nil, errors.New("<stdin>: no standard input")
-		}
-		return readBounded(stdin, "<stdin>", limit)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // already names the file
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory", path)
-	}
-	return readBounded(f, path, limit)
-}
-
-func displayName(path string) string {
-	if path == "-" {
-		return "<stdin>"
-	}
-	return path
 }
 
 // report is one receipt's entry in the output.
@@ -244,7 +166,7 @@ func verify(cfg *config, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts := receipt.Options{MerkleRoot: cfg.merkleRoot, Previous: cfg.previous}
 	var out output
 	if cfg.keys != "" {
-		b, err := readFile(cfg.keys, stdin, MaxKeysBytes)
+		b, err := cli.ReadFile(cfg.keys, stdin, MaxKeysBytes)
 		if err == nil {
 			opts.Keys, err = receipt.ParseKeySet(b)
 			if err != nil {
@@ -261,13 +183,13 @@ func verify(cfg *config, stdin io.Reader, stdout, stderr io.Writer) int {
 		raws  [][]byte
 	)
 	for _, f := range cfg.files {
-		b, err := readFile(f, stdin, MaxReceiptBytes)
+		b, err := cli.ReadFile(f, stdin, MaxReceiptBytes)
 		if err != nil {
-			out.Errors = append(out.Errors, inputError{File: displayName(f), Error: err.Error()})
+			out.Errors = append(out.Errors, inputError{File: cli.DisplayName(f), Error: err.Error()})
 			fmt.Fprintln(stderr, "conform receipt verify:", err)
 			continue
 		}
-		names = append(names, displayName(f))
+		names = append(names, cli.DisplayName(f))
 		raws = append(raws, b)
 	}
 	if cfg.chain && len(out.Errors) > 0 {

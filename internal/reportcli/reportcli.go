@@ -92,35 +92,12 @@ func usage(stderr io.Writer, problem string) int {
 	return ExitInput
 }
 
-// parse reads flags and positional arguments in any order.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos, tail []string
-	for i, a := range args {
-		if a == "--" {
-			args, tail = args[:i], args[i+1:]
-			break
-		}
-	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return append(pos, tail...), nil
-}
-
 func baselineWrite(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conform baseline write", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	report := fs.String("report", "", "the conform.json to take the failing and unverified MUSTs from")
 	out := fs.String("out", "", "file to write (default: standard output)")
-	pos, err := parse(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
@@ -203,7 +180,7 @@ func reportDiff(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	format := fs.String("format", "text", "output format: text or json")
 	outFile := fs.String("out", "", "also write the diff as JSON to this file")
-	pos, err := parse(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
