@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,50 @@ func TestServeProfileOpenHarness(t *testing.T) {
 	}
 	if raw["protocol_version"] != "openharness/1.0.0-draft" {
 		t.Errorf("a stopped profile run reports protocol_version %v", raw["protocol_version"])
+	}
+}
+
+// judgeProfileFault checks a profile run against its reference with one
+// MUST fault: exactly the row's requirements fail (tolerated ones may),
+// nothing errs, and the exit code is 1.
+func judgeProfileFault(t *testing.T, code int, r *reports.Report, fails, tolerated []string) {
+	t.Helper()
+	failed := verdicts(r, reports.Fail)
+	for _, id := range fails {
+		if !slices.Contains(failed, id) {
+			t.Errorf("%s not reported as failed (failed: %v)%s", id, failed, messages(r, fails))
+		}
+	}
+	for _, id := range failed {
+		if !slices.Contains(fails, id) && !slices.Contains(tolerated, id) {
+			t.Errorf("unrelated requirement %s failed: %s", id, messages(r, []string{id}))
+		}
+	}
+	if errs := verdicts(r, reports.Error); len(errs) > 0 {
+		t.Errorf("errors %v: %s", errs, messages(r, errs))
+	}
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+}
+
+// judgeProfileShould checks a profile run with one SHOULD fault: its
+// requirement warns, nothing fails, errs or stays unverified, exit 0.
+func judgeProfileShould(t *testing.T, code int, r *reports.Report, warns string) {
+	t.Helper()
+	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, warns) {
+		t.Errorf("%s not reported as a warning (warnings: %v)", warns, warned)
+	}
+	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Unverified)...); len(bad) > 0 || code != 0 {
+		t.Errorf("a SHOULD fault, but exit %d and %v: %s", code, bad, messages(r, bad))
+	}
+}
+
+// judgeProfileClean checks a profile run against a conformant target:
+// no failure, error, warning or unverified requirement, exit 0.
+func judgeProfileClean(t *testing.T, what string, code int, r *reports.Report) {
+	t.Helper()
+	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), append(verdicts(r, reports.Warn), verdicts(r, reports.Unverified)...)...); len(bad) > 0 || code != 0 {
+		t.Errorf("%s: exit %d, findings %v: %s", what, code, bad, messages(r, bad))
 	}
 }
