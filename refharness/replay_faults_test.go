@@ -454,12 +454,13 @@ func init() {
 			if err != nil {
 				return nil // the stream itself is broken: another probe's business
 			}
-			seen := 0
+			events, seen := 0, 0
 			for _, f := range fs {
 				var e map[string]any
 				if json.Unmarshal([]byte(f.Data), &e) != nil || e["task_id"] != id {
 					continue // not an Event of this task: another probe's business
 				}
+				events++
 				if _, fromReplay := e["replay"].(map[string]any); fromReplay {
 					seen++
 					if e["replayed"] != true {
@@ -467,8 +468,10 @@ func init() {
 					}
 				}
 			}
-			if seen == 0 && len(p.replayed(id)) > 0 {
-				return nil // frames unreadable as events: another probe's business
+			if events > 0 && seen == 0 {
+				// Nothing to look at is no pass: on a stream whose frames
+				// are events, the replay's own carry replay metadata.
+				return cannotJudge("the stream of replay %s carried %d events, none replayed", id, events)
 			}
 			return nil
 		},
