@@ -88,11 +88,13 @@ func TestMessagesInOrder(t *testing.T) {
 		}
 		_, _, _ = c.Read(ctx) // hold the connection open until the client closes
 	})
+	// Taken before the dial: the reader takes messages in as soon as the
+	// connection is up, before Dial has returned.
+	before := time.Now()
 	c := dial(t, url, auth)
 	if got := c.Subprotocol(); got != "" {
 		t.Errorf("Subprotocol() = %q without offering one, want \"\"", got)
 	}
-	before := time.Now()
 	for i := range n {
 		m, err := next(t, c)
 		if err != nil {
