@@ -8,10 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/requirements"
-	"github.com/harn-conform/conform/internal/runner"
 )
 
 // listed is one requirement with the specs that verify it.

@@ -17,12 +17,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/harn-conform/conform/internal/cardcli"
-	"github.com/harn-conform/conform/internal/cli"
-	"github.com/harn-conform/conform/internal/openharnesscli"
-	"github.com/harn-conform/conform/internal/receiptcli"
-	"github.com/harn-conform/conform/internal/reportcli"
-	"github.com/harn-conform/conform/internal/tapecli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cardcli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/openharnesscli"
+	"github.com/harn-conform/conform/cmd/conform/internal/receiptcli"
+	"github.com/harn-conform/conform/cmd/conform/internal/reportcli"
+	"github.com/harn-conform/conform/cmd/conform/internal/tapecli"
 	"github.com/harn-conform/conform/refharness/acpharbor"
 	acpharborsuite "github.com/harn-conform/conform/suites/acpharbor"
 )

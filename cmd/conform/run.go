@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/internal/profile"
-	"github.com/harn-conform/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/reports"

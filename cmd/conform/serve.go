@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/wsadapter"
 )

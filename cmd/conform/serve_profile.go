@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/requirements"
 	refoh "github.com/harn-conform/conform/refharness/openharness"
 )

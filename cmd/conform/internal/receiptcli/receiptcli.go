@@ -11,7 +11,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 

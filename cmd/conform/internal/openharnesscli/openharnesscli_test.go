@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const corpus = "../../fixtures/schemas/testdata/openharness.v1"
+const corpus = "../../../../fixtures/schemas/testdata/openharness.v1"
 
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	oh "github.com/harn-conform/conform/internal/openharness"
 )
 

@@ -13,8 +13,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/cardsig"
-	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 

@@ -12,8 +12,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/baseline"
-	"github.com/harn-conform/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/reports"
 )

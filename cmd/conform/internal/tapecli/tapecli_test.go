@@ -13,7 +13,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-func tp(name string) string { return filepath.Join("..", "..", "fixtures", "tapes", name, "run.tape") }
+func tp(name string) string {
+	return filepath.Join("..", "..", "..", "..", "fixtures", "tapes", name, "run.tape")
+}
 
 func run(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer

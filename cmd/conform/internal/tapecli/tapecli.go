@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harn-conform/conform/internal/cli"
+	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/internal/fidelity"
 	"github.com/harn-conform/conform/internal/tape"
 )
