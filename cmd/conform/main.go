@@ -24,7 +24,7 @@ import (
 	"github.com/harn-conform/conform/cmd/conform/internal/reportcli"
 	"github.com/harn-conform/conform/cmd/conform/internal/tapecli"
 	"github.com/harn-conform/conform/refharness/acpharbor"
-	acpharborsuite "github.com/harn-conform/conform/suites/acpharbor"
+	"github.com/harn-conform/conform/refharness/builtin"
 )
 
 // version and commit are set at build time with
@@ -116,7 +116,7 @@ func main() {
 	// This binary runs the acp-harbor reference agent as `conform
 	// serve-acp`, so the profile's selftest can start it (main only: a
 	// test binary of this package cannot).
-	acpharborsuite.EnableSelfServe()
+	builtin.EnableSelfServe()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -151,7 +151,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		code, err = cmdRun(ctx, args[1:], stdout, stderr, true)
 	case "serve":
 		code, err = cmdServe(ctx, args[1:], stdout, stderr)
-	case "serve-acp":
+	case builtin.ServeCommand:
 		return acpharbor.Main(ctx, args[1:], stdin, stdout, stderr)
 	case "list":
 		code, err = cmdList(args[1:], stdout, stderr)

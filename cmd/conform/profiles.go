@@ -21,6 +21,7 @@ import (
 	"github.com/harn-conform/conform/cmd/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/profile"
+	"github.com/harn-conform/conform/internal/reference"
 	"github.com/harn-conform/conform/reports"
 )
 
@@ -116,22 +117,19 @@ func selftestProfile(ctx context.Context, cfg config.Config, name, format, short
 	if err != nil {
 		return 2, err
 	}
-	if p.Reference == nil {
+	if !reference.Has(string(p.Name)) {
 		return 2, fmt.Errorf("selftest: profile %s has no built-in reference in this build", p.Name)
 	}
 	cfg.Profile = string(p.Name)
 	if err := cfg.Validate(); err != nil {
 		return 2, usageError{msg: err.Error(), usage: short}
 	}
-	ref, err := p.Reference(ctx)
+	ref, err := reference.Start(ctx, string(p.Name))
 	if err != nil {
 		return 2, fmt.Errorf("selftest: starting the %s reference: %w", p.Name, err)
 	}
 	defer ref.Stop()
-	cfg.Target, cfg.AgentCommand = ref.Target, ref.AgentCommand
-	if ref.APIKey != "" {
-		cfg.APIKey = ref.APIKey
-	}
+	ref.Configure(&cfg)
 	notes := append([]string{"selftest: the target is the built-in reference of profile " + string(p.Name)}, ref.Notes...)
 	console := stdout
 	if format == cli.FormatJSON {

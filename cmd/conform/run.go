@@ -13,11 +13,13 @@ import (
 	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/cmd/conform/internal/runner"
 	"github.com/harn-conform/conform/internal/config"
-	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/internal/profile"
+	"github.com/harn-conform/conform/internal/reference"
 	"github.com/harn-conform/conform/internal/target"
-	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/reports"
+
+	// The built-in references (selftest's targets) register themselves.
+	_ "github.com/harn-conform/conform/refharness/builtin"
 
 	// The suites register their specs by import.
 	_ "github.com/harn-conform/conform/suites/core"
@@ -26,6 +28,7 @@ import (
 	_ "github.com/harn-conform/conform/suites/replay"
 
 	// Profiles register themselves (docs/profiles.md).
+	_ "github.com/harn-conform/conform/suites/acpharbor"
 	_ "github.com/harn-conform/conform/suites/openharness"
 )
 
@@ -172,17 +175,17 @@ undecided (the tool could not decide)
 		return selftestProfiles(ctx, cfg, args, *profiles, *format, short, stdout, stderr)
 	}
 	if self {
-		h, err := embedded.Start(refharness.Options{})
+		ref, err := reference.Start(ctx, reference.Harn)
 		if err != nil {
 			return 2, err
 		}
-		defer h.Close()
-		cfg.Target, cfg.APIKey = h.URL, h.APIKey
-		cfg.SecondAPIKey, cfg.ReadOnlyAPIKey = h.SecondAPIKey, h.ReadOnlyAPIKey
-		cfg.OAuth = config.OAuth{ClientID: h.Actor, Secret: h.APIKey} // refharness/oauth.go: its actor is its OAuth2 client
-		notes = append(notes, "selftest: the target is the built-in reference Harness, started in-process at "+h.URL+
-			"; the durability checks restart it in-process over the same data directory")
-		restart = h.Restart
+		defer ref.Stop()
+		// selftest's target is its own, and so are the target's further
+		// actors and its OAuth2 client.
+		cfg.SecondAPIKey, cfg.ReadOnlyAPIKey, cfg.OAuth = "", "", config.OAuth{}
+		ref.Configure(&cfg)
+		notes = append(notes, ref.Notes...)
+		restart = ref.Restart
 	} else if cfg.Profile != "" {
 		p, err := profile.Lookup(cfg.Profile)
 		if err != nil {

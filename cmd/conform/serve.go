@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-conform/conform/cmd/conform/internal/cli"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/builtin"
 	"github.com/harn-conform/conform/refharness/wsadapter"
 )
 
@@ -67,13 +68,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if *wsAuthTimeout <= 0 || *wsAuthTimeout > 10*time.Second {
 		return 2, usageError{msg: fmt.Sprintf("--ws-auth-timeout %s: want a duration in (0, 10s]", *wsAuthTimeout), usage: flagUsage(fs)}
 	}
-	h, err := refharness.New(opts)
+	// REST, SSE and the WebSocket transport (harn-ws.v1) on the stream paths.
+	h, err := builtin.New(opts, wsadapter.Options{HeartbeatInterval: *wsHeartbeat, AuthTimeout: *wsAuthTimeout})
 	if err != nil {
 		return 2, err
 	}
 	defer h.Close()
-	// The WebSocket transport (harn-ws.v1) on the stream paths.
-	wsadapter.Mount(h, wsadapter.Options{HeartbeatInterval: *wsHeartbeat, AuthTimeout: *wsAuthTimeout})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return 2, fmt.Errorf("--addr: %w", err)

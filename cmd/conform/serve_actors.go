@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/harn-conform/conform/internal/embedded"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/builtin"
 )
 
 // The actors `conform serve` authenticates (docs/interpretations.md
@@ -77,7 +77,7 @@ func serveKey(a serveActor, data, keyFile string, getenv func(string) string, st
 		return key, nil
 	}
 	if data == "" {
-		key := embedded.NewAPIKey()
+		key := builtin.NewAPIKey()
 		// Deliberately printed: the operator needs it, and this harness is a
 		// local stand-in; it goes to stderr, never into a report.
 		fmt.Fprintf(stderr, "conform serve: %s: %s (in memory; with --data DIR it is kept in DIR/%s across restarts)\n", a.What, key, a.File)
@@ -96,7 +96,7 @@ func serveKey(a serveActor, data, keyFile string, getenv func(string) string, st
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return "", fmt.Errorf("--data: %w", err)
 	}
-	key := embedded.NewAPIKey()
+	key := builtin.NewAPIKey()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
 		// Another serve over the same directory won the race: use its key.

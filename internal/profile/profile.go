@@ -1,8 +1,10 @@
 // Package profile is the registry of profiles: protocols related to the
 // Harn Agents Protocol that conform checks on their own, each with its own
 // requirements (registry entries whose level is the profile's name), its
-// own Ginkgo specs (labelled with suite.Req like any level's), its own
-// preflight and its own built-in reference for selftest. A run checks
+// own Ginkgo specs (labelled with suite.Req like any level's) and its own
+// preflight. Its built-in reference, for selftest and for `go test` of its
+// suite package without a target, is registered with internal/reference
+// under the profile's name (refharness/builtin does). A run checks
 // either Harn levels or one profile (Ginkgo allows one RunSpecs per
 // process). docs/profiles.md is how a profile plugs in.
 //
@@ -42,32 +44,6 @@ type Profile struct {
 	// checked): a problem stops the run with exit 2 and the problem's hint,
 	// never a verdict. nil: no preflight.
 	Preflight func(ctx context.Context, env *target.Env) *preflight.Problem
-	// Reference starts the profile's built-in reference implementation,
-	// for `conform selftest --profiles NAME` and for `go test` of the
-	// profile's suite package without a target. nil: the profile has no
-	// reference yet, and selftest says so (exit 2).
-	Reference func(ctx context.Context) (*Reference, error)
-}
-
-// Reference is a running reference implementation of a profile.
-type Reference struct {
-	// Target is its URL (NeedsTarget profiles); AgentCommand the command
-	// that starts it (NeedsCommand profiles).
-	Target       string
-	AgentCommand []string
-	// APIKey, when set, is the key the run sends (and redacts).
-	APIKey string
-	// Notes go into the report (what selftest started).
-	Notes []string
-	// Close stops it; nil when there is nothing to stop.
-	Close func()
-}
-
-// Stop stops the reference, if it has anything to stop.
-func (r *Reference) Stop() {
-	if r != nil && r.Close != nil {
-		r.Close()
-	}
 }
 
 var (

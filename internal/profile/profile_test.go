@@ -43,11 +43,4 @@ func TestRegistry(t *testing.T) {
 	if got := Names(); len(got) != 1 || got[0] != "openharness" || len(All()) != 1 {
 		t.Errorf("Names = %v", got)
 	}
-	var r *Reference
-	r.Stop() // a nil reference has nothing to stop
-	closed := false
-	(&Reference{Close: func() { closed = true }}).Stop()
-	if !closed {
-		t.Error("Stop did not call Close")
-	}
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/target"
 	"github.com/harn-conform/conform/reports"
 )
 
@@ -81,6 +83,17 @@ func TestVerdicts(t *testing.T) {
 	if err := suite.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// The specs record verdicts and never ask the target anything: an
+	// environment whose target is never dialled.
+	cfg, err := config.Load(config.Sources{Env: func(string) string { return "" }, Flags: map[string]string{"target": "http://127.0.0.1:9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := target.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite.Install(env)
 	defer suite.Shutdown()
 	suiteCfg, repCfg := GinkgoConfiguration()
 	repCfg.Succinct = true

@@ -13,10 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -39,37 +37,7 @@ func init() {
 		Usage:        "conform run --profile acp-harbor -- AGENT_CMD ARGS…",
 		NeedsCommand: true,
 		Preflight:    Preflight,
-		Reference:    StartReference,
 	})
-}
-
-// ServeCommand is the argument with which a binary that called
-// EnableSelfServe runs the reference agent (`conform serve-acp`).
-const ServeCommand = "serve-acp"
-
-var selfServe atomic.Bool
-
-// EnableSelfServe says that this binary runs the reference agent when
-// started as `BINARY serve-acp …` (conform's main does, and this package's
-// test binary): StartReference then re-executes it. Call it from main,
-// never from an init (a test binary of another package must not think it
-// can).
-func EnableSelfServe() { selfServe.Store(true) }
-
-// StartReference is the profile's built-in reference: this binary's own
-// `serve-acp`, started afresh by every spec like any agent command.
-func StartReference(context.Context) (*profile.Reference, error) {
-	if !selfServe.Load() {
-		return nil, errors.New("this binary cannot run the reference agent (it is `conform serve-acp`): build conform and give its command after --")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("locating this binary to run the reference agent: %w", err)
-	}
-	return &profile.Reference{
-		AgentCommand: []string{self, ServeCommand},
-		Notes:        []string{"the agent is the reference Harbor agent, `" + filepath.Base(self) + " serve-acp` (refharness/acpharbor), started afresh by each spec"},
-	}, nil
 }
 
 // Preflight starts the agent once and asks it to initialize: a command

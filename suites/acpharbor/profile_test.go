@@ -10,6 +10,7 @@ import (
 	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/preflight"
 	"github.com/harn-conform/conform/internal/target"
+	"github.com/harn-conform/conform/refharness/builtin"
 )
 
 func preflightOf(t *testing.T, cmd ...string) *preflight.Problem {
@@ -25,7 +26,7 @@ func preflightOf(t *testing.T, cmd ...string) *preflight.Problem {
 }
 
 func TestPreflight(t *testing.T) {
-	if p := preflightOf(t, os.Args[0], ServeCommand); p != nil {
+	if p := preflightOf(t, os.Args[0], builtin.ServeCommand); p != nil {
 		t.Errorf("the reference agent: %+v", p)
 	}
 	tests := []struct {
@@ -33,7 +34,7 @@ func TestPreflight(t *testing.T) {
 		want string
 	}{
 		{[]string{"/nonexistent/agent"}, "cannot be run"},
-		{[]string{os.Args[0], ServeCommand, "--fault", "no-such-fault"}, "ended its output"},
+		{[]string{os.Args[0], builtin.ServeCommand, "--fault", "no-such-fault"}, "ended its output"},
 	}
 	for _, tc := range tests {
 		p := preflightOf(t, tc.cmd...)
@@ -42,7 +43,7 @@ func TestPreflight(t *testing.T) {
 		}
 	}
 	// The agent's complaint on stderr reaches the hint.
-	if p := preflightOf(t, os.Args[0], ServeCommand, "--fault", "no-such-fault"); p == nil || !strings.Contains(p.Hint, "no-such-fault") {
+	if p := preflightOf(t, os.Args[0], builtin.ServeCommand, "--fault", "no-such-fault"); p == nil || !strings.Contains(p.Hint, "no-such-fault") {
 		t.Errorf("hint %+v, want the agent's stderr", p)
 	}
 }

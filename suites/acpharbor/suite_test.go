@@ -11,16 +11,17 @@ import (
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/harn-conform/conform/refharness/acpharbor"
+	"github.com/harn-conform/conform/refharness/builtin"
 )
 
 // TestMain lets this test binary be the reference agent: the profile's
-// reference re-executes it as `BINARY serve-acp` (StartReference).
+// reference (refharness/builtin) re-executes it as `BINARY serve-acp`.
 func TestMain(m *testing.M) {
 	testmain.Setup()
-	if len(os.Args) > 1 && os.Args[1] == ServeCommand {
+	if len(os.Args) > 1 && os.Args[1] == builtin.ServeCommand {
 		os.Exit(acpharbor.Main(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	EnableSelfServe()
+	builtin.EnableSelfServe()
 	os.Exit(m.Run())
 }
 

@@ -7,6 +7,10 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/harn-conform/conform/internal/suite"
+
+	// The built-in references (the reference Harness, the profiles'),
+	// run when no target is configured (internal/reference).
+	_ "github.com/harn-conform/conform/refharness/builtin"
 )
 
 func TestCore(t *testing.T) {

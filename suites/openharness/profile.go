@@ -2,11 +2,8 @@ package openharness
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"github.com/harn-conform/conform/internal/profile"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/target"
-	refoh "github.com/harn-conform/conform/refharness/openharness"
 )
 
 // Protocol is what a report of this profile shows as protocol_version.
@@ -30,7 +26,6 @@ func init() {
 		Usage:       "conform run --profile openharness --target URL",
 		NeedsTarget: true,
 		Preflight:   Preflight,
-		Reference:   StartReference,
 	})
 }
 
@@ -87,27 +82,4 @@ func Preflight(ctx context.Context, env *target.Env) *preflight.Problem {
 		}
 	}
 	return nil
-}
-
-// StartReference serves the reference Engine on a loopback port, with a
-// transport credential of its own, under a path (a target URL with a path
-// is the common case).
-func StartReference(ctx context.Context) (*profile.Reference, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	key := "oh-ref-" + hex.EncodeToString(b[:])
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: refoh.New(refoh.Options{APIKey: key}), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	url := "http://" + ln.Addr().String() + "/openharness"
-	return &profile.Reference{
-		Target: url, APIKey: key,
-		Notes: []string{"selftest: the reference OpenHarness Engine (refharness/openharness) served in-process at " + url},
-		Close: func() { srv.Close() },
-	}, nil
 }

@@ -11,11 +11,10 @@ import (
 	fixture "github.com/harn-conform/conform/fixtures/replay"
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
-	"github.com/harn-conform/conform/internal/embedded"
+	"github.com/harn-conform/conform/internal/reference"
 	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
-	"github.com/harn-conform/conform/refharness"
 )
 
 // Determinism (RPLY-DET-001, RPLY-DET-002; docs/replay.md, "Determinism"):
@@ -202,14 +201,14 @@ func fixtureSources(m *fixture.Manifest) replaydet.Sources {
 // the spec's end) and runs the fixture on it.
 func startReference(ctx context.Context) *fixtureRun {
 	GinkgoHelper()
-	h, err := embedded.Start(refharness.Options{})
+	h, err := reference.Start(ctx, reference.Harn)
 	if err != nil {
 		suite.Unverified("the reference Harness did not start: "+err.Error(), remedyFxReference)
 	}
-	DeferCleanup(h.Close)
+	DeferCleanup(h.Stop)
 	env := suite.Env()
 	env.Redactor.Add(h.APIKey)
-	c, err := client.New(client.Options{BaseURL: h.URL, APIKey: h.APIKey, ProtocolVersion: env.Config.ProtocolVersion,
+	c, err := client.New(client.Options{BaseURL: h.Target, APIKey: h.APIKey, ProtocolVersion: env.Config.ProtocolVersion,
 		Timeout: env.Config.Timeouts.Request, Redactor: env.Redactor})
 	if err != nil {
 		suite.Unverified("the reference Harness's client: "+err.Error(), remedyFxReference)

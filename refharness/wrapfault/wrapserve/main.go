@@ -29,11 +29,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/builtin"
 	"github.com/harn-conform/conform/refharness/wrapfault"
-	"github.com/harn-conform/conform/refharness/wsadapter"
 )
 
 type names []string
@@ -79,17 +78,16 @@ func run() error {
 	for _, v := range variants {
 		opts.Variants[refharness.Variant(v)] = true
 	}
-	h, err := refharness.New(opts)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
 	// The WebSocket transport, with a short heartbeat and auth-frame
 	// deadline, so that a proof run sees a ping and the deadline's 4401 in
 	// about a second rather than 15 s and 10 s (both stay legal: the
 	// profile sets maxima). A second is still ample for a suite on a
 	// loaded machine to send its auth frame right after the upgrade.
-	wsadapter.Mount(h, wsadapter.Options{HeartbeatInterval: 250 * time.Millisecond, AuthTimeout: time.Second})
+	h, err := builtin.New(opts, builtin.FastWebSocket())
+	if err != nil {
+		return err
+	}
+	defer h.Close()
 	var used atomic.Int64
 	var handler http.Handler = h
 	if *wrap != "" {

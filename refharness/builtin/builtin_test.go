@@ -1,4 +1,4 @@
-package embedded
+package builtin
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-conform/conform/internal/reference"
+	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/refharness"
 )
 
@@ -114,4 +116,44 @@ func TestRestartKeepsAddressAndData(t *testing.T) {
 	if _, err := h.Restart(context.Background()); err == nil {
 		t.Error("Restart after Close succeeded")
 	}
+}
+
+// This package registers the reference Harness and every profile's
+// reference; the Harness's carries its keys, actors, OAuth2 client and
+// in-process restart, and stopping it removes its data.
+func TestRegistersEveryReference(t *testing.T) {
+	for _, name := range append([]string{reference.Harn}, profileNames()...) {
+		if !reference.Has(name) {
+			t.Errorf("no built-in reference %q registered", name)
+		}
+	}
+	r, err := reference.Start(context.Background(), reference.Harn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Target == "" || r.APIKey == "" || r.SecondAPIKey == "" || r.ReadOnlyAPIKey == "" || r.OAuthClientID != "actor_default" ||
+		r.OAuthClientSecret != r.APIKey || r.Restart == nil || r.Close == nil || len(r.Notes) != 1 {
+		t.Errorf("the reference Harness: %+v", r)
+	}
+	h := &Harness{URL: r.Target, APIKey: r.APIKey}
+	if code, _ := call(t, h, "GET", "/v1/tasks", "", nil); code != http.StatusOK {
+		t.Errorf("GET /v1/tasks with its key = %d, want 200", code)
+	}
+	if _, err := r.Restart(context.Background()); err != nil {
+		t.Errorf("Restart: %v", err)
+	}
+	if err := r.Stop(); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if _, err := http.Get(r.Target + "/v1"); err == nil {
+		t.Error("the reference Harness still answers after Stop")
+	}
+}
+
+func profileNames() []string {
+	var out []string
+	for _, p := range requirements.Profiles() {
+		out = append(out, string(p))
+	}
+	return out
 }

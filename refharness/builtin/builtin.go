@@ -1,7 +1,20 @@
-// Package embedded runs the built-in reference Harness in this process on a
-// loopback port: the default target of `conform selftest` and of `go test`
-// when no target is configured.
-package embedded
+// Package builtin is the one place the built-in references are assembled:
+// the reference Harness with its transports (refharness, and the WebSocket
+// adapter refharness/wsadapter mounted on its stream paths), the reference
+// OpenHarness Engine on conform's HTTP binding (refharness/openharness),
+// and the reference ACP Harbor agent as this binary's own `serve-acp`
+// (refharness/acpharbor). Its init registers each with internal/reference,
+// under reference.Harn and the profiles' names, so that the checker side —
+// internal/suite, the suites, cmd/conform's run engine — can start them
+// without importing refharness: importing this package (cmd/conform does,
+// and so does each suite's suite_test.go) is what gives a binary its
+// built-in references.
+//
+// New assembles a reference Harness for a server of one's own (conform
+// serve, the proof runs' wrapserve); Start runs one in this process on a
+// loopback port with a throw-away data directory, the target of `conform
+// selftest` and of `go test` when no target is configured.
+package builtin
 
 import (
 	"context"
@@ -15,16 +28,61 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-conform/conform/internal/reference"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/wsadapter"
 )
 
-// HeartbeatInterval is the embedded harness's WebSocket ping interval:
+func init() {
+	reference.Register(reference.Harn, startHarness)
+}
+
+// startHarness is the Harn levels' built-in reference: Start with the
+// default options, its keys, actors, OAuth2 client and in-process restart.
+func startHarness(context.Context) (*reference.Reference, error) {
+	h, err := Start(refharness.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &reference.Reference{
+		Target: h.URL, APIKey: h.APIKey,
+		SecondAPIKey: h.SecondAPIKey, ReadOnlyAPIKey: h.ReadOnlyAPIKey,
+		// refharness/oauth.go: its actor is its OAuth2 client, with the
+		// API key for secret.
+		OAuthClientID: h.Actor, OAuthClientSecret: h.APIKey,
+		Restart: h.Restart,
+		Notes: []string{"selftest: the target is the built-in reference Harness, started in-process at " + h.URL +
+			"; the durability checks restart it in-process over the same data directory"},
+		Close: h.Close,
+	}, nil
+}
+
+// New assembles the reference Harness over opts with every transport: its
+// REST and SSE routes, and the WebSocket adapter (harn-ws.v1) on its
+// stream paths with ws's heartbeat and auth-frame deadline. The caller
+// serves it and closes it.
+func New(opts refharness.Options, ws wsadapter.Options) (*refharness.Server, error) {
+	h, err := refharness.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	wsadapter.Mount(h, ws)
+	return h, nil
+}
+
+// FastWebSocket are the WebSocket options of a harness a suite runs
+// against in-process or in a proof run: a HeartbeatInterval ping and an
+// AuthTimeout auth-frame deadline.
+func FastWebSocket() wsadapter.Options {
+	return wsadapter.Options{HeartbeatInterval: HeartbeatInterval, AuthTimeout: AuthTimeout}
+}
+
+// HeartbeatInterval is the in-process harness's WebSocket ping interval:
 // short, so a suite's heartbeat check (EXT-WS-011), which waits for two
 // pings, takes half a second.
 const HeartbeatInterval = 250 * time.Millisecond
 
-// AuthTimeout is how long the embedded harness waits for a browser-style
+// AuthTimeout is how long the in-process harness waits for a browser-style
 // client's auth frame (the profile allows up to 10 s): short, so that the
 // suite's check of the deadline costs a selftest a second, not 10 (and
 // still ample for a client on a loaded machine that sends its auth frame
@@ -90,13 +148,12 @@ func Start(opts refharness.Options) (*Harness, error) {
 // startLocked opens the harness over opts.DataDir and serves it on l.addr,
 // which it then fixes (the first start picks a free port).
 func (l *Harness) startLocked() error {
-	h, err := refharness.New(l.opts)
+	// The WebSocket transport with a short heartbeat, so that a suite run
+	// sees a ping frame without waiting the default 15 s.
+	h, err := New(l.opts, FastWebSocket())
 	if err != nil {
 		return fmt.Errorf("reference harness: %w", err)
 	}
-	// The WebSocket transport (harn-ws.v1), with a short heartbeat so that
-	// a suite run sees a ping frame without waiting the default 15 s.
-	wsadapter.Mount(h, wsadapter.Options{HeartbeatInterval: HeartbeatInterval, AuthTimeout: AuthTimeout})
 	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
 		h.Close()
