@@ -1,6 +1,12 @@
-// Package reports turns one Ginkgo run into conform's verdicts and writes
-// them: conform.json (format conform-report/v1, with a JSON Schema in
-// fixtures/schemas), junit.xml, summary.md, and the console's final table.
+// Package reports is conform's report: the model of conform.json (format
+// conform-report/v1, with a JSON Schema in fixtures/schemas; report.go),
+// which a Go program may import to read a report, how one Ginkgo run
+// becomes it (build.go, with baseline.go and stopped.go), and its writers,
+// one file per output format: json.go (conform.json), junit.go
+// (junit.xml), markdown.go (summary.md), html.go (report.html), badge.go
+// (badge-LEVEL.json) and table.go (the console's final table). write.go
+// holds the one list of the report directory's files, which WriteAll
+// writes and Files names.
 package reports
 
 import (

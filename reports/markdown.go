@@ -1,0 +1,189 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// mdReplacer escapes what Markdown (and the HTML GitHub renders inside it)
+// would otherwise interpret in a target's text.
+var mdReplacer = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "|", `\|`, "~", `\~`, "#", `\#`,
+	"<", "&lt;", ">", "&gt;", "&", "&amp;",
+)
+
+// mdText is text for a Markdown line or table cell: one line, escaped.
+func mdText(s string) string { return mdReplacer.Replace(oneLine(s)) }
+
+// mdCell is mdText clipped at a word boundary, for table cells.
+func mdCell(s string) string { return mdReplacer.Replace(clip(oneLine(s), 300)) }
+
+// mdCode is s as a Markdown code span.
+func mdCode(s string) string {
+	s = oneLine(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+func reqLink(q ReqResult) string {
+	if q.Link == "" {
+		return q.ID
+	}
+	return "[" + q.ID + "](" + strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(q.Link) + ")"
+}
+
+// WriteMarkdown writes summary.md, for a CI step summary: the levels, then
+// every failed, errored, unverified and not applicable MUST with its reason
+// (and what to do, where there is something), the baseline's effect, the
+// warnings and the notes. Nothing is cut mid-word; table cells are clipped
+// at a word boundary, notes are written whole.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# conform: %s\n\n", verdictLine(r))
+	fmt.Fprintf(&b, "Target %s, protocol %s, %s %s, seed %d, %.1f s.\n\n", mdCode(r.Target), mdCode(r.ProtocolVersion), mdText(r.Tool.Name), mdText(r.Tool.Version), r.Seed, r.DurationMS/1000)
+	if s := r.Stopped; s != nil {
+		fmt.Fprintf(&b, "**The run stopped (%s):** %s\n\n", mdText(s.Stage), mdText(s.Message))
+		if s.Hint != "" {
+			fmt.Fprintf(&b, "What to do: %s\n\n", mdText(s.Hint))
+		}
+	}
+	withBaseline := r.Baseline != nil
+	b.WriteString("| Level | Status | Pass | Fail | Warn | Unverified | Not applicable | Error |")
+	if withBaseline {
+		b.WriteString(" Expected |")
+	}
+	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|---:|")
+	if withBaseline {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, l := range r.Levels {
+		if !l.Run {
+			fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – |", l.Level, statusText(l.Status))
+			if withBaseline {
+				b.WriteString(" – |")
+			}
+			b.WriteString("\n")
+			continue
+		}
+		c := l.Counts
+		fmt.Fprintf(&b, "| %s | **%s** | %d | %d | %d | %d | %d | %d |", l.Level, statusText(l.Status), c.Pass, c.Fail, c.Warn, c.Unverified, c.Skip, c.Error)
+		if withBaseline {
+			fmt.Fprintf(&b, " %d |", c.Expected)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, l := range r.Levels {
+		fmt.Fprintf(&b, "- **%s** %s: %s\n", l.Level, statusText(l.Status), mdText(orDash(l.Why)))
+	}
+	run := map[string]bool{}
+	for _, l := range r.Levels {
+		run[string(l.Level)] = l.Run
+	}
+	pick := func(keep func(ReqResult) bool) []ReqResult {
+		var rows []ReqResult
+		for _, q := range r.Requirements {
+			if keep(q) {
+				rows = append(rows, q)
+			}
+		}
+		return rows
+	}
+	table := func(title string, rows []ReqResult, head string, cells func(ReqResult) string) {
+		if len(rows) == 0 {
+			return
+		}
+		cols := strings.Count(head, "|") - 1
+		fmt.Fprintf(&b, "\n## %s (%d)\n\n%s\n|%s\n", title, len(rows), head, strings.Repeat("---|", cols))
+		for _, q := range rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", reqLink(q), q.Level, q.Keyword, cells(q))
+		}
+	}
+	table("Failures", pick(func(q ReqResult) bool { return q.Verdict == Fail && !q.Expected }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	if _, _, unchecked := stopLines(r); unchecked != "" {
+		fmt.Fprintf(&b, "%s.\n\n", mdText(unchecked))
+	}
+	table("Errors (the suite or the network, not the target)", pick(func(q ReqResult) bool { return q.Verdict == Error && !byStop(r, q) }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	table("Unverified MUSTs", pick(func(q ReqResult) bool { return q.Verdict == Unverified && mandatory(q) && !q.Expected }),
+		"| Requirement | Level | Keyword | Why | To verify |", func(q ReqResult) string {
+			return mdCell(q.Message) + " | " + mdCell(orDash(q.Remedy))
+		})
+	table("Expected by the baseline", pick(func(q ReqResult) bool { return q.Expected }),
+		"| Requirement | Level | Keyword | Verdict | What happened | Baseline reason |", func(q ReqResult) string {
+			reason := q.BaselineReason
+			if generatedReason(q) {
+				reason = "(as written by baseline write)"
+			}
+			return string(q.Verdict) + " | " + mdCell(q.Message) + " | " + mdCell(orDash(reason))
+		})
+	if stale := pick(func(q ReqResult) bool { return q.Stale }); len(stale) > 0 {
+		table("Stale baseline entries: they pass now, remove them from "+mdText(baselineFile(r)), stale,
+			"| Requirement | Level | Keyword | Baseline reason |", func(q ReqResult) string { return mdCell(orDash(q.BaselineReason)) })
+	}
+	table("Not applicable MUSTs", pick(func(q ReqResult) bool { return q.Verdict == Skip && mandatory(q) && run[q.Level] }),
+		"| Requirement | Level | Keyword | Why |", func(q ReqResult) string { return mdCell(q.Message) })
+	table("Warnings", pick(func(q ReqResult) bool { return q.Verdict == Warn && !q.Expected }),
+		"| Requirement | Level | Keyword | What happened |", func(q ReqResult) string { return mdCell(q.Message) })
+	var notRun []string
+	for _, l := range r.Levels {
+		if l.Run {
+			continue
+		}
+		n := 0
+		for _, q := range r.Requirements {
+			if q.Level == string(l.Level) && mandatory(q) {
+				n++
+			}
+		}
+		notRun = append(notRun, fmt.Sprintf("- %s, %s: %d MUST requirement(s) not checked: %s\n", l.Level, statusText(l.Status), n, mdText(orDash(l.Reason))))
+	}
+	if len(notRun) > 0 {
+		b.WriteString("\n## Levels not checked\n\n" + strings.Join(notRun, ""))
+	}
+	for _, l := range r.Levels {
+		if len(l.ToVerify) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Unverified %s MUSTs: how to verify them\n\n", l.Level)
+		for _, rm := range l.ToVerify {
+			fmt.Fprintf(&b, "- %s: %s\n", mdText(rm.Remedy), strings.Join(rm.Requirements, ", "))
+		}
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
+		}
+	}
+	if len(r.SuiteDefects) > 0 {
+		b.WriteString("\n## Suite defects (the suite's own mistakes, no verdict on the target)\n\n")
+		for _, n := range r.SuiteDefects {
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
+		}
+	}
+	fmt.Fprintf(&b, "\nFull details, transcripts and reproducing `curl` lines: `%s` and `%s`.\n", JSONFile, HTMLFile)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// generatedReason says whether a requirement's baseline reason is what
+// `conform baseline write` made of the same verdict and message (so a
+// table need not show it twice).
+func generatedReason(q ReqResult) bool {
+	if q.BaselineReason == "" {
+		return false
+	}
+	now := oneLine(string(q.Verdict) + ": " + q.Message)
+	was := strings.TrimSuffix(strings.TrimSuffix(q.BaselineReason, "…"), " ")
+	return strings.HasPrefix(now, was)
+}
