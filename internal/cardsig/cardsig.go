@@ -28,6 +28,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 
@@ -304,7 +305,7 @@ func parse(card []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the card is %s, want a JSON object", kindOf(v))
+		return nil, fmt.Errorf("the card is %s, want a JSON object", jsonv.AKind(v))
 	}
 	return obj, nil
 }
@@ -345,7 +346,7 @@ func Verify(card []byte, keys *receipt.KeySet) Result {
 		}
 	default:
 		r.Signed = true
-		r.add(ClassSignatureMalformed, "/"+MemberSignatures, fmt.Sprintf("is %s, want an array of signature objects {algorithm, key_id, value}", kindOf(v)))
+		r.add(ClassSignatureMalformed, "/"+MemberSignatures, fmt.Sprintf("is %s, want an array of signature objects {algorithm, key_id, value}", jsonv.AKind(v)))
 	}
 	if len(entries) == 0 {
 		if !r.Signed {
@@ -383,7 +384,7 @@ func (c *checker) check(r *Result, e entry) Signature {
 	m, ok := e.value.(map[string]any)
 	if !ok {
 		s.Status = StatusMalformed
-		s.Detail = fmt.Sprintf("is %s, want an object {algorithm, key_id, value}", kindOf(e.value))
+		s.Detail = fmt.Sprintf("is %s, want an object {algorithm, key_id, value}", jsonv.AKind(e.value))
 		r.add(ClassSignatureMalformed, e.pointer, s.Detail+": a signed card states its algorithm and key id in it")
 		return s
 	}
@@ -564,7 +565,7 @@ func describeName(m map[string]any, member string) string {
 	case isString && strings.TrimSpace(s) == "":
 		return member + " is an empty string"
 	case !isString:
-		return fmt.Sprintf("%s is %s, want a string", member, kindOf(v))
+		return fmt.Sprintf("%s is %s, want a string", member, jsonv.AKind(v))
 	}
 	return member + " is " + quote(v.(string))
 }
@@ -595,24 +596,6 @@ func decodeValue(s string) ([]byte, error) {
 		return base64.RawURLEncoding.DecodeString(s)
 	}
 	return base64.RawStdEncoding.DecodeString(s)
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // quote renders an untrusted string for a message: Go-quoted and cut.

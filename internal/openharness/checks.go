@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/harn-conform/conform/fixtures/schemas"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Schema file names (fixtures/schemas).
@@ -102,7 +103,7 @@ func CheckVersion(doc map[string]any) error {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return fmt.Errorf("protocol_version is a JSON %s, want a semantic version string", jsonKind(v))
+		return fmt.Errorf("protocol_version is a JSON %s, want a semantic version string", jsonv.Kind(v))
 	}
 	if !IsSemver(s) {
 		return fmt.Errorf("protocol_version %q is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.0.0)", s)
@@ -473,7 +474,7 @@ func CheckErrorCode(doc map[string]any) error {
 	}
 	m, ok := e.(map[string]any)
 	if !ok {
-		return fmt.Errorf("response.error is a JSON %s, want an object with a code", jsonKind(e))
+		return fmt.Errorf("response.error is a JSON %s, want an object with a code", jsonv.Kind(e))
 	}
 	c, ok := m["code"].(string)
 	if !ok || c == "" {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // HashPrefix starts every receipt hash: "sha256:" then 64 lowercase hex digits.
@@ -69,7 +71,7 @@ func parseObject(raw []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("top-level value is %s, want a JSON object", kindOf(v))
+		return nil, fmt.Errorf("top-level value is %s, want a JSON object", jsonv.AKind(v))
 	}
 	return obj, nil
 }
@@ -140,23 +142,4 @@ func Hash(raw []byte) (string, error) {
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return HashPrefix + hex.EncodeToString(sum[:])
-}
-
-// kindOf names a decoded JSON value's type for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Finding classes: stable tags that tests, reports and fixtures match on.
@@ -221,7 +223,7 @@ func (r *Result) checkHash(obj, chain map[string]any) {
 	case !present:
 		r.fail(StepHash, ClassHashMissing, "chain.receipt_hash is absent; computed "+r.Computed)
 	case !isString:
-		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash is %s, want a string %s<64 lowercase hex>; computed %s", kindOf(stored), HashPrefix, r.Computed))
+		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash is %s, want a string %s<64 lowercase hex>; computed %s", jsonv.AKind(stored), HashPrefix, r.Computed))
 	case !proofHash.MatchString(s):
 		r.Stored = s
 		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash %s is not %s<64 lowercase hex>; computed %s", quote(s), HashPrefix, r.Computed))
@@ -253,7 +255,7 @@ func (r *Result) checkChain(chain map[string]any, want string) {
 			return
 		}
 	default:
-		gotText = kindOf(g)
+		gotText = jsonv.AKind(g)
 	}
 	if want == "null" && present && got == nil {
 		r.pass(StepChain, "previous_receipt_hash is null: the chain starts here")
@@ -316,7 +318,7 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		at := fmt.Sprintf("signatures/%d", i)
 		m, ok := s.(map[string]any)
 		if !ok {
-			bad(ClassSignatureInvalid, at+": is "+kindOf(s)+", want an object")
+			bad(ClassSignatureInvalid, at+": is "+jsonv.AKind(s)+", want an object")
 			continue
 		}
 		id, _ := m["key_id"].(string)

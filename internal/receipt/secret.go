@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // secretNames are member names (lower-cased, "-" read as "_") whose value is
@@ -124,7 +126,7 @@ func describe(v any) string {
 	case json.Number:
 		return "value (a number)"
 	}
-	return "value (" + kindOf(v) + ")"
+	return "value (" + jsonv.AKind(v) + ")"
 }
 
 func escapePointer(s string) string {

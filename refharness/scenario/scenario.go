@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Key is the metadata key that carries a scenario.
@@ -129,7 +131,7 @@ func Parse(v any) (*Scenario, error) {
 		return nil, &Error{base, "not JSON: " + err.Error()}
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, &Error{base, fmt.Sprintf("got %s, want an object {\"steps\": [...]}", kindOf(v))}
+		return nil, &Error{base, fmt.Sprintf("got %s, want an object {\"steps\": [...]}", jsonv.AKind(v))}
 	}
 	var top struct {
 		Steps []json.RawMessage `json:"steps"`
@@ -293,21 +295,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	default:
-		return "a number"
-	}
 }
