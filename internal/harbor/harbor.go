@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Method prefixes: the text's headings and its opening sentence name
@@ -215,18 +217,6 @@ func Int(v any) (int64, bool) {
 	return 0, false
 }
 
-// Number reads any JSON number.
-func Number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
 func show(v any) string {
 	if v == nil {
 		return "absent"
@@ -321,7 +311,7 @@ func Kind(v any, kind string) error {
 		n, isInt := Int(v)
 		ok = isInt && n >= 0
 	case "number":
-		_, ok = Number(v)
+		_, ok = jsonv.Number(v)
 	case "bool":
 		_, ok = v.(bool)
 	case "object":
