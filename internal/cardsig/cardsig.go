@@ -23,8 +23,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 
@@ -243,9 +241,12 @@ func (r Result) ClassList() []string {
 	return out
 }
 
+// maxMessage bounds one finding's message.
+const maxMessage = 600
+
 func (r *Result) add(class, pointer, msg string) {
 	c := classes[class]
-	r.Findings = append(r.Findings, Finding{Requirement: c.req, Class: class, Kind: c.kind, Pointer: pointer, Message: clean(msg)})
+	r.Findings = append(r.Findings, Finding{Requirement: c.req, Class: class, Kind: c.kind, Pointer: pointer, Message: jsonv.Clean(msg, maxMessage)})
 }
 
 // Canonical returns the bytes a card signature covers: the card without its
@@ -434,7 +435,7 @@ func (c *checker) check(r *Result, e entry) Signature {
 	key, found := c.keys.Lookup(kid)
 	if !found {
 		s.Status = StatusUnchecked
-		s.Detail = fmt.Sprintf("key_id %s is not in the key directory (%d keys): publish the key to have the signature checked", quote(kid), c.keys.Len())
+		s.Detail = fmt.Sprintf("key_id %s is not in the key directory (%d keys): publish the key to have the signature checked", jsonv.Quote(kid), c.keys.Len())
 		r.add(ClassKeyUnknown, e.pointer, s.Detail)
 		return s
 	}
@@ -443,25 +444,25 @@ func (c *checker) check(r *Result, e entry) Signature {
 			return c.unsupported(r, e.pointer, s, key.Algorithm)
 		}
 		s.Status = StatusInvalid
-		s.Detail = fmt.Sprintf("the key directory lists %s as a %s key, the signature says %s", quote(kid), quote(key.Algorithm), quote(alg))
+		s.Detail = fmt.Sprintf("the key directory lists %s as a %s key, the signature says %s", jsonv.Quote(kid), jsonv.Quote(key.Algorithm), jsonv.Quote(alg))
 		r.add(ClassSignatureInvalid, e.pointer, s.Detail)
 		return s
 	}
 	if ed25519.Verify(ed25519.PublicKey(key.Key), c.canon, sig) {
 		s.Status, s.VerifiedWith = StatusVerified, kid
-		s.Detail = fmt.Sprintf("ed25519 signature by %s verifies over the canonical card", quote(kid))
+		s.Detail = fmt.Sprintf("ed25519 signature by %s verifies over the canonical card", jsonv.Quote(kid))
 		return s
 	}
 	s.Status = StatusInvalid
 	s.Detail = fmt.Sprintf("ed25519 signature by %s does not verify over the card's canonical bytes (RFC 8785, without %q and %q; %d bytes, sha256 %s)%s",
-		quote(kid), MemberSignature, MemberSignatures, len(c.canon), r.Digest, c.hint(ed25519.PublicKey(key.Key), sig, e.pointer))
+		jsonv.Quote(kid), MemberSignature, MemberSignatures, len(c.canon), r.Digest, c.hint(ed25519.PublicKey(key.Key), sig, e.pointer))
 	r.add(ClassSignatureInvalid, e.pointer, s.Detail)
 	return s
 }
 
 func (c *checker) unsupported(r *Result, pointer string, s Signature, alg string) Signature {
 	s.Status = StatusUnchecked
-	s.Detail = fmt.Sprintf("algorithm %s not checked: this verifier implements %s", quote(alg), Ed25519)
+	s.Detail = fmt.Sprintf("algorithm %s not checked: this verifier implements %s", jsonv.Quote(alg), Ed25519)
 	r.add(ClassAlgorithmUnsupported, pointer, s.Detail)
 	return s
 }
@@ -482,7 +483,7 @@ func (c *checker) tryEveryKey(r *Result, pointer string, s Signature, sig []byte
 		tried++
 		if ed25519.Verify(ed25519.PublicKey(k.Key), c.canon, sig) {
 			s.Status, s.VerifiedWith = StatusVerified, id
-			s.Detail = fmt.Sprintf("names no key id, but verifies over the canonical card with the published key %s", quote(id))
+			s.Detail = fmt.Sprintf("names no key id, but verifies over the canonical card with the published key %s", jsonv.Quote(id))
 			return s
 		}
 	}
@@ -567,7 +568,7 @@ func describeName(m map[string]any, member string) string {
 	case !isString:
 		return fmt.Sprintf("%s is %s, want a string", member, jsonv.AKind(v))
 	}
-	return member + " is " + quote(v.(string))
+	return member + " is " + jsonv.Quote(v.(string))
 }
 
 func isEd25519(alg string) bool {
@@ -596,36 +597,4 @@ func decodeValue(s string) ([]byte, error) {
 		return base64.RawURLEncoding.DecodeString(s)
 	}
 	return base64.RawStdEncoding.DecodeString(s)
-}
-
-// quote renders an untrusted string for a message: Go-quoted and cut.
-func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		return fmt.Sprintf("%q… (%d bytes)", s[:max], len(s))
-	}
-	return fmt.Sprintf("%q", s)
-}
-
-// maxMessage bounds one finding's message.
-const maxMessage = 600
-
-// clean makes a message safe to print: control characters escaped, length
-// bounded.
-func clean(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
-			fmt.Fprintf(&b, `\u%04x`, c)
-		default:
-			b.WriteRune(c)
-		}
-		if b.Len() > maxMessage {
-			return b.String() + fmt.Sprintf("… (%d bytes)", len(s))
-		}
-	}
-	return b.String()
 }
