@@ -274,13 +274,11 @@ func canonicalOf(obj map[string]any) ([]byte, error) {
 			trimmed[k] = v
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(trimmed); err != nil {
+	b, err := jsonv.Marshal(trimmed)
+	if err != nil {
 		return nil, err
 	}
-	return jcs.Transform(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return jcs.Transform(b)
 }
 
 // parse accepts one JSON object that RFC 8785 accepts (valid UTF-8, no

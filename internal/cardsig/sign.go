@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Object is a signature object as a card carries it (the OpenAPI's
@@ -79,29 +81,19 @@ func Attach(card []byte, objs ...Object) ([]byte, error) {
 	if len(objs) == 0 {
 		return base, nil
 	}
-	first, err := marshal(objs[0])
+	first, err := jsonv.Marshal(objs[0])
 	if err != nil {
 		return nil, err
 	}
 	add := []member{{MemberSignature, first}}
 	if len(objs) > 1 {
-		rest, err := marshal(objs[1:])
+		rest, err := jsonv.Marshal(objs[1:])
 		if err != nil {
 			return nil, err
 		}
 		add = append(add, member{MemberSignatures, rest})
 	}
 	return splice(base, add)
-}
-
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 type member struct {

@@ -9,7 +9,6 @@
 package harbor
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -27,21 +26,9 @@ const (
 	PrefixHarbor = "harbor/"
 )
 
-// Decode reads JSON keeping numbers exact (json.Number), so integer and
-// fractional values can be told apart.
-func Decode(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 // Object decodes raw as a JSON object (nil and an error otherwise).
 func Object(raw []byte) (map[string]any, error) {
-	v, err := Decode(raw)
+	v, err := jsonv.Decode(raw)
 	if err != nil {
 		return nil, err
 	}

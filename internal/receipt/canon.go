@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -33,39 +32,17 @@ func canonicalize(doc []byte) ([]byte, error) {
 	return out, nil
 }
 
-// decode parses JSON that canonicalize already accepted, keeping numbers as
-// their literal text so that re-encoding cannot change them before the
-// second canonicalization.
-func decode(doc []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// encode is the inverse of decode. HTML escaping is off only to keep the
-// intermediate bytes readable; canonicalize rewrites every string anyway.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // parseObject canonicalizes raw (rejecting what JCS rejects) and decodes it
-// as a top-level JSON object.
+// as a top-level JSON object. Numbers stay as written (jsonv.Decode), so
+// that re-encoding (jsonv.Marshal, whose unescaped "<>&" only keep the
+// intermediate bytes readable) cannot change them before the second
+// canonicalization.
 func parseObject(raw []byte) (map[string]any, error) {
 	canon, err := canonicalize(raw)
 	if err != nil {
 		return nil, err
 	}
-	v, err := decode(canon)
+	v, err := jsonv.Decode(canon)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +74,7 @@ func hashInput(obj map[string]any) ([]byte, error) {
 		}
 		trimmed["chain"] = c
 	}
-	b, err := encode(trimmed)
+	b, err := jsonv.Marshal(trimmed)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +90,7 @@ func canonicalWithHash(obj map[string]any) ([]byte, error) {
 			trimmed[k] = v
 		}
 	}
-	b, err := encode(trimmed)
+	b, err := jsonv.Marshal(trimmed)
 	if err != nil {
 		return nil, err
 	}
