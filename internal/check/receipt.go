@@ -504,7 +504,7 @@ func resolvePointer(doc any, ptr string) (any, bool) {
 	}
 	v := doc
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = jsonv.Untoken(tok)
 		switch x := v.(type) {
 		case map[string]any:
 			next, ok := x[tok]

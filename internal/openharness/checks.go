@@ -248,17 +248,13 @@ func walk(v any, ptr string, f func(ptr, s string)) {
 		f(ptr, x)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			walk(x[k], ptr+"/"+escape(k), f)
+			walk(x[k], ptr+"/"+jsonv.Token(k), f)
 		}
 	case []any:
 		for i, e := range x {
 			walk(e, fmt.Sprintf("%s/%d", ptr, i), f)
 		}
 	}
-}
-
-func escape(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 func ptrOr(p string) string {
@@ -303,7 +299,7 @@ func CheckVendorMembers(doc map[string]any) error {
 	add := func(prefix string, m map[string]any, known map[string]bool) {
 		for _, k := range sortedKeys(m) {
 			if !known[k] {
-				extra = append(extra, prefix+"/"+escape(k))
+				extra = append(extra, prefix+"/"+jsonv.Token(k))
 			}
 		}
 	}
@@ -350,11 +346,11 @@ func CheckExtensionKeys(doc any) error {
 		switch x := v.(type) {
 		case map[string]any:
 			for _, k := range sortedKeys(x) {
-				p := ptr + "/" + escape(k)
+				p := ptr + "/" + jsonv.Token(k)
 				if ext, ok := x[k].(map[string]any); ok && k == "extensions" {
 					for _, ek := range sortedKeys(ext) {
 						if !ExtensionKeyOK(ek) {
-							bad = append(bad, fmt.Sprintf("%s/%s", p, escape(ek)))
+							bad = append(bad, fmt.Sprintf("%s/%s", p, jsonv.Token(ek)))
 						}
 					}
 				}

@@ -86,7 +86,7 @@ func findSecrets(doc any) []string {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				child := ptr + "/" + escapePointer(k)
+				child := ptr + "/" + jsonv.Token(k)
 				name := strings.ReplaceAll(strings.ToLower(k), "-", "_")
 				if secretNames[name] && !redacted(x[k]) {
 					if _, isObj := x[k].(map[string]any); !isObj {
@@ -127,10 +127,6 @@ func describe(v any) string {
 		return "value (a number)"
 	}
 	return "value (" + jsonv.AKind(v) + ")"
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 func orRoot(ptr string) string {

@@ -481,7 +481,7 @@ func firstDifference(path string, a, b any, hasA, hasB bool) (string, any, any) 
 			if inA && inB && equal(va, vb) {
 				continue
 			}
-			return firstDifference(path+"/"+escape(k), va, vb, inA, inB)
+			return firstDifference(path+"/"+jsonv.Token(k), va, vb, inA, inB)
 		}
 	case []any:
 		y, ok := b.([]any)
@@ -520,8 +520,4 @@ func utf16Less(a, b string) bool {
 		}
 	}
 	return len(x) < len(y)
-}
-
-func escape(k string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
 }

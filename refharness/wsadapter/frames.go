@@ -265,9 +265,5 @@ func pointer(p string) string {
 		return p
 	}
 	p = indexRE.ReplaceAllString(p, ".$1")
-	segs := strings.Split(p, ".")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-	}
-	return "/" + strings.Join(segs, "/")
+	return jsonv.Pointer(strings.Split(p, ".")...)
 }
