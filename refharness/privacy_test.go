@@ -2,6 +2,7 @@ package refharness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -239,7 +240,7 @@ func TestRedactAndReasonSteps(t *testing.T) {
 		t.Errorf("metadata.redaction = %v", red)
 	}
 	kinds, evs := h.taskEvents(id)
-	if !contains(kinds, "artifact.redacted") || !contains(kinds, "agent.reasoning_summary") {
+	if !slices.Contains(kinds, "artifact.redacted") || !slices.Contains(kinds, "agent.reasoning_summary") {
 		t.Errorf("events %v, want artifact.redacted and agent.reasoning_summary", kinds)
 	}
 	for _, e := range evs {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/jsonv"
@@ -160,7 +161,7 @@ func cutMembers(text []byte, names ...string) ([]byte, error) {
 	out.Write(text[:open])
 	wrote := false
 	for _, s := range spans {
-		if contains(names, s.name) {
+		if slices.Contains(names, s.name) {
 			continue
 		}
 		lead := text[s.leadFrom:s.from]
@@ -206,13 +207,4 @@ func splice(text []byte, add []member) ([]byte, error) {
 	}
 	out.Write(text[end:])
 	return out.Bytes(), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
