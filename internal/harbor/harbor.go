@@ -11,6 +11,8 @@ package harbor
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -177,7 +179,7 @@ func (b *Bundle) CheckBlocks() error {
 		if n, ok := Int(blk.Raw["version"]); !ok || n < 1 {
 			probs = append(probs, fmt.Sprintf("block %s: version is %s, want an integer ≥ 1", blk.Name, show(blk.Raw["version"])))
 		}
-		keys := sortedKeys(blk.Raw)
+		keys := slices.Sorted(maps.Keys(blk.Raw))
 		for _, k := range keys {
 			if strings.HasPrefix(k, "supports") {
 				if _, ok := blk.Raw[k].(bool); !ok {
@@ -222,15 +224,6 @@ func clip(s string) string {
 	return s
 }
 
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func joined(probs []string) error {
 	if len(probs) == 0 {
 		return nil
@@ -244,7 +237,7 @@ func joined(probs []string) error {
 // use either spelling.
 func Fields(what string, m map[string]any, spec map[string]string) error {
 	var probs []string
-	for _, name := range sortedKeysS(spec) {
+	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		kind := spec[name]
 		var v any
 		found := ""
@@ -269,7 +262,7 @@ func Fields(what string, m map[string]any, spec map[string]string) error {
 // must have the kind.
 func Optional(what string, m map[string]any, spec map[string]string) error {
 	var probs []string
-	for _, name := range sortedKeysS(spec) {
+	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		v, ok := m[name]
 		if !ok || v == nil {
 			continue
@@ -318,13 +311,4 @@ func Kind(v any, kind string) error {
 		"time": "an RFC 3339 time", "object": "an object", "array": "an array", "bool": "a boolean",
 		"number": "a number", "string": "a string"}[kind]
 	return fmt.Errorf("is %s, want %s", show(v), want)
-}
-
-func sortedKeysS(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

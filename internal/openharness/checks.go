@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -247,7 +248,7 @@ func walk(v any, ptr string, f func(ptr, s string)) {
 	case string:
 		f(ptr, x)
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			walk(x[k], ptr+"/"+jsonv.Token(k), f)
 		}
 	case []any:
@@ -297,7 +298,7 @@ func set(names ...string) map[string]bool {
 func CheckVendorMembers(doc map[string]any) error {
 	var extra []string
 	add := func(prefix string, m map[string]any, known map[string]bool) {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !known[k] {
 				extra = append(extra, prefix+"/"+jsonv.Token(k))
 			}
@@ -345,10 +346,10 @@ func CheckExtensionKeys(doc any) error {
 	visit = func(v any, ptr string) {
 		switch x := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				p := ptr + "/" + jsonv.Token(k)
 				if ext, ok := x[k].(map[string]any); ok && k == "extensions" {
-					for _, ek := range sortedKeys(ext) {
+					for _, ek := range slices.Sorted(maps.Keys(ext)) {
 						if !ExtensionKeyOK(ek) {
 							bad = append(bad, fmt.Sprintf("%s/%s", p, jsonv.Token(ek)))
 						}
@@ -400,7 +401,7 @@ func CheckDenialsAsked(request, doc map[string]any) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("capability_denials names %s, which the request did not ask for (it asked for %s)", quoteList(bad, 5), quoteList(sortedKeys(asked), 8))
+		return fmt.Errorf("capability_denials names %s, which the request did not ask for (it asked for %s)", quoteList(bad, 5), quoteList(slices.Sorted(maps.Keys(asked)), 8))
 	}
 	return nil
 }

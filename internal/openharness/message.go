@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/jsonv"
@@ -118,16 +117,6 @@ func ErrorObject(doc map[string]any) map[string]any { return obj(obj(doc, "respo
 func ErrorCode(doc map[string]any) string {
 	s, _ := str(ErrorObject(doc), "code")
 	return s
-}
-
-// sortedKeys returns m's keys in order, for stable messages.
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // quoteList renders names for a message, at most n of them.
