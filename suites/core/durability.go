@@ -196,7 +196,7 @@ func restartFailed(why, out string) {
 		msg += "; the restart command's output ends with: " + out
 	}
 	msg = suite.Env().Redactor.String(msg)
-	for _, id := range specReqs() {
+	for _, id := range suite.SpecReqs() {
 		AddReportEntry(evidence.EntryVerdict, evidence.Verdict{Req: id, Verdict: evidence.VerdictError, Message: msg}, ReportEntryVisibilityNever)
 	}
 	Fail(msg)
