@@ -43,21 +43,14 @@ func Kind(v any) string {
 // AKind is Kind with its article, for a sentence: "a string", "an object",
 // "null"; a value of no JSON type is named by its bare Go type.
 func AKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number, float64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
+	switch k := Kind(v); k {
+	case "boolean", "number", "string":
+		return "a " + k
+	case "array", "object":
+		return "an " + k
+	default: // "null", or a Go type
+		return k
 	}
-	return fmt.Sprintf("%T", v)
 }
 
 // Number reads a JSON number decoded as json.Number or float64; ok is
