@@ -292,7 +292,7 @@ var probes = map[Fault]probe{
 	FaultSkipTransitionEvent: func(p *probeEnv) error {
 		kinds, evs := p.taskEvents(p.taskID())
 		for i, k := range kinds {
-			if k == "task.completed" && evs[i]["payload"].(map[string]any)["previous_status"] == StatusWorking && !slices.Contains(kinds, "task.started") {
+			if k == "task.completed" && evs[i]["payload"].(map[string]any)["previous_status"] == StatusWorking && !contains(kinds, "task.started") {
 				return fmt.Errorf("SUBMITTED->WORKING emitted no event: %v", kinds)
 			}
 		}
@@ -551,7 +551,7 @@ var probes = map[Fault]probe{
 		kinds, evs := p.taskEvents(p.taskID())
 		for i, k := range kinds {
 			_, named := evs[i]["payload"].(map[string]any)["previous_status"]
-			if k == "task.completed" && !named && !slices.Contains(kinds, "task.started") {
+			if k == "task.completed" && !named && !contains(kinds, "task.started") {
 				return fmt.Errorf("the plain task went straight to COMPLETED, announced by task.completed alone: %v", kinds)
 			}
 		}
@@ -660,6 +660,15 @@ func eventIDOf(fs []sseFrame, i int) string {
 	var e struct{ ID string }
 	json.Unmarshal([]byte(fs[i].Data), &e)
 	return e.ID
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // probed are the faults probed here: all but the WebSocket faults, whose

@@ -2,7 +2,6 @@ package refharness
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -108,7 +107,7 @@ var mgmtProbes = map[Fault]probe{
 	FaultVaultPolicyIgnored: func(p *probeEnv) error {
 		id := p.submit(p.sessionID(), vaultTask(p.vault([]string{"list"}, map[string]any{"token": vaultCanary}))).str("id")
 		p.waitTerminal(id)
-		if kinds, _ := p.taskEvents(id); slices.Contains(kinds, "tool.completed") {
+		if kinds, _ := p.taskEvents(id); contains(kinds, "tool.completed") {
 			return fmt.Errorf("a vault without the use capability lent its secret: %v", kinds)
 		}
 		return nil
@@ -131,7 +130,7 @@ var mgmtProbes = map[Fault]probe{
 			return nil // refused before anything started
 		}
 		p.waitTerminal(r.str("id"))
-		if kinds, _ := p.taskEvents(r.str("id")); slices.Contains(kinds, "task.started") || slices.Contains(kinds, "agent.message") {
+		if kinds, _ := p.taskEvents(r.str("id")); contains(kinds, "task.started") || contains(kinds, "agent.message") {
 			return fmt.Errorf("a task under an exhausted hard quota started work: %v", kinds)
 		}
 		return nil

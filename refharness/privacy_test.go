@@ -2,7 +2,6 @@ package refharness
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -240,7 +239,7 @@ func TestRedactAndReasonSteps(t *testing.T) {
 		t.Errorf("metadata.redaction = %v", red)
 	}
 	kinds, evs := h.taskEvents(id)
-	if !slices.Contains(kinds, "artifact.redacted") || !slices.Contains(kinds, "agent.reasoning_summary") {
+	if !contains(kinds, "artifact.redacted") || !contains(kinds, "agent.reasoning_summary") {
 		t.Errorf("events %v, want artifact.redacted and agent.reasoning_summary", kinds)
 	}
 	for _, e := range evs {
