@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // obj is a decoded JSON object with field accessors that name the offending
@@ -40,7 +42,7 @@ func parseObject(body []byte, allowEmpty bool) (obj, *apiError) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return obj{}, badRequest("", "request body: got %s, want a JSON object", jsonKind(v))
+		return obj{}, badRequest("", "request body: got %s, want a JSON object", jsonv.AKind(v))
 	}
 	return obj{m: m}, nil
 }
@@ -65,7 +67,7 @@ func (o obj) str(name string, required bool) (string, bool, *apiError) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", false, badRequest(o.path(name), "field %s: got %s, want a string", o.path(name), jsonKind(v))
+		return "", false, badRequest(o.path(name), "field %s: got %s, want a string", o.path(name), jsonv.AKind(v))
 	}
 	if required && s == "" {
 		return "", false, badRequest(o.path(name), "field %s: got an empty string, want a non-empty string", o.path(name))
@@ -98,7 +100,7 @@ func (o obj) object(name string, required bool) (obj, bool, *apiError) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return obj{}, false, badRequest(o.path(name), "field %s: got %s, want an object", o.path(name), jsonKind(v))
+		return obj{}, false, badRequest(o.path(name), "field %s: got %s, want an object", o.path(name), jsonv.AKind(v))
 	}
 	return obj{m: m, prefix: o.path(name)}, true, nil
 }
@@ -114,7 +116,7 @@ func (o obj) array(name string, required bool) ([]any, bool, *apiError) {
 	}
 	a, ok := v.([]any)
 	if !ok {
-		return nil, false, badRequest(o.path(name), "field %s: got %s, want an array", o.path(name), jsonKind(v))
+		return nil, false, badRequest(o.path(name), "field %s: got %s, want an array", o.path(name), jsonv.AKind(v))
 	}
 	return a, true, nil
 }
@@ -130,7 +132,7 @@ func (o obj) strings(name string) ([]string, bool, *apiError) {
 		s, isStr := v.(string)
 		if !isStr {
 			p := fmt.Sprintf("%s[%d]", o.path(name), i)
-			return nil, false, badRequest(p, "field %s: got %s, want a string", p, jsonKind(v))
+			return nil, false, badRequest(p, "field %s: got %s, want a string", p, jsonv.AKind(v))
 		}
 		out = append(out, s)
 	}
@@ -148,7 +150,7 @@ func (o obj) integer(name string, required bool) (int64, bool, *apiError) {
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		return 0, false, badRequest(o.path(name), "field %s: got %s, want an integer", o.path(name), jsonKind(v))
+		return 0, false, badRequest(o.path(name), "field %s: got %s, want an integer", o.path(name), jsonv.AKind(v))
 	}
 	i, err := n.Int64()
 	if err != nil {
@@ -167,24 +169,6 @@ func (o obj) metadata() (map[string]any, *apiError) {
 		return map[string]any{}, nil
 	}
 	return m.m, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number, float64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 var (
@@ -207,7 +191,7 @@ func messageInput(o obj) (role string, parts []map[string]any, meta map[string]a
 		p := fmt.Sprintf("%s[%d]", o.path("parts"), i)
 		m, ok := v.(map[string]any)
 		if !ok {
-			return "", nil, nil, badRequest(p, "field %s: got %s, want an object", p, jsonKind(v))
+			return "", nil, nil, badRequest(p, "field %s: got %s, want an object", p, jsonv.AKind(v))
 		}
 		part := obj{m: m, prefix: p}
 		if err = checkPart(part); err != nil {
@@ -232,7 +216,7 @@ func checkPart(p obj) *apiError {
 	switch typ {
 	case "text":
 		if _, ok := p.m["text"].(string); !ok {
-			return badRequest(p.path("text"), "field %s: got %s, want a string", p.path("text"), jsonKind(p.m["text"]))
+			return badRequest(p.path("text"), "field %s: got %s, want a string", p.path("text"), jsonv.AKind(p.m["text"]))
 		}
 	case "json":
 		if !p.has("value") {

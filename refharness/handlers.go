@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness/scenario"
 )
 
@@ -277,7 +278,7 @@ func (s *Server) createSession(c *call) (*result, *apiError) {
 		p := fmt.Sprintf("initial_messages[%d]", i)
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, badRequest(p, "field %s: got %s, want an object", p, jsonKind(v))
+			return nil, badRequest(p, "field %s: got %s, want an object", p, jsonv.AKind(v))
 		}
 		role, parts, mmeta, e := messageInput(obj{m: m, prefix: p})
 		if e != nil {

@@ -3,6 +3,8 @@ package refharness
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Memories (EXT-MEMORY-001, -002): durable knowledge kept apart from
@@ -62,7 +64,7 @@ func (s *Server) createMemory(c *call) (*result, *apiError) {
 		if !ok || content == nil {
 			return nil, badRequest("content", "missing required field content")
 		}
-		return nil, badRequest("content", "field content: got %s, want text (a string) or a JSON object", jsonKind(content))
+		return nil, badRequest("content", "field content: got %s, want text (a string) or a JSON object", jsonv.AKind(content))
 	}
 	prov, _, e := b.object("provenance", true)
 	if e != nil {

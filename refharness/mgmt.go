@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // The management resources of the Extended level that live beside the Core
@@ -223,7 +225,7 @@ func numbers(o obj, name string, required bool) (map[string]float64, *apiError) 
 		f, err := n.Float64()
 		if !isNum || err != nil || f < 0 {
 			p := v.path(k)
-			return nil, badRequest(p, "field %s: got %s, want a number >= 0", p, jsonKind(v.m[k]))
+			return nil, badRequest(p, "field %s: got %s, want a number >= 0", p, jsonv.AKind(v.m[k]))
 		}
 		out[k] = f
 	}

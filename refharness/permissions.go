@@ -3,6 +3,8 @@ package refharness
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Host-mediated authorization (issue 10): permission requests, the later
@@ -196,7 +198,7 @@ func decision(b obj) (bool, *apiError) {
 	if v, ok := b.m["approved"]; ok && v != nil {
 		a, isBool := v.(bool)
 		if !isBool {
-			return false, badRequest("approved", "field approved: got %s, want a boolean", jsonKind(v))
+			return false, badRequest("approved", "field approved: got %s, want a boolean", jsonv.AKind(v))
 		}
 		fromBool = &a
 	}

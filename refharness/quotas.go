@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness/scenario"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) hookCreateQuota(c *call) (*result, *apiError) {
 		if v, ok := b.m[name]; ok {
 			bv, isBool := v.(bool)
 			if !isBool {
-				return nil, badRequest(name, "field %s: got %s, want a boolean", name, jsonKind(v))
+				return nil, badRequest(name, "field %s: got %s, want a boolean", name, jsonv.AKind(v))
 			}
 			*dst = bv
 		}

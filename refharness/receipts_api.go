@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 
@@ -280,11 +281,11 @@ func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 		switch k {
 		case "trust_anchor":
 			if _, ok := v.(string); !ok && v != nil {
-				return nil, badRequest(k, "field trust_anchor: got %s, want a string or null", jsonKind(v))
+				return nil, badRequest(k, "field trust_anchor: got %s, want a string or null", jsonv.AKind(v))
 			}
 		case "at_time":
 			if t, ok := v.(string); v != nil && (!ok || !validTime(t)) {
-				return nil, badRequest(k, "field at_time: got %s, want an RFC 3339 timestamp or null", jsonKind(v))
+				return nil, badRequest(k, "field at_time: got %s, want an RFC 3339 timestamp or null", jsonv.AKind(v))
 			}
 		case "receipt":
 		default:
@@ -296,7 +297,7 @@ func (s *Server) verifyReceipt(c *call) (*result, *apiError) {
 	if v, ok := c.body.m["receipt"]; ok && v != nil {
 		m, isObj := v.(map[string]any)
 		if !isObj {
-			return nil, badRequest("receipt", "field receipt: got %s, want the receipt document", jsonKind(v))
+			return nil, badRequest("receipt", "field receipt: got %s, want the receipt document", jsonv.AKind(v))
 		}
 		if m["receipt_id"] != r.ID {
 			return nil, badRequest("receipt", "field receipt: receipt_id is %v, want %q (the receipt named by the path)", m["receipt_id"], r.ID)

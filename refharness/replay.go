@@ -12,6 +12,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/scenario"
 )
@@ -313,7 +314,7 @@ func pointerParam(ptr string) string {
 	}
 	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	for i, t := range toks {
-		toks[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+		toks[i] = jsonv.Untoken(t)
 	}
 	return strings.Join(toks, ".")
 }

@@ -3,7 +3,6 @@ package refharness
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/text/message"
 
 	openapidoc "github.com/harn-conform/conform/fixtures/openapi"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // The replay request body is checked against the OpenAPI's
@@ -80,13 +80,6 @@ func schemaProblem(raw []byte) (ptr, msg string, err error) {
 	if r, ok := ve.ErrorKind.(*kind.Required); ok && len(r.Missing) > 0 {
 		loc = append(loc[:len(loc):len(loc)], r.Missing[0]) // the missing member is the one to name
 	}
-	toks := make([]string, len(loc))
-	for i, t := range loc {
-		toks[i] = strings.NewReplacer("~", "~0", "/", "~1").Replace(t)
-	}
-	ptr = ""
-	if len(toks) > 0 {
-		ptr = "/" + strings.Join(toks, "/")
-	}
+	ptr = jsonv.Pointer(loc...)
 	return ptr, ve.ErrorKind.LocalizedString(message.NewPrinter(language.English)), nil
 }

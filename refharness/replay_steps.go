@@ -1,7 +1,6 @@
 package refharness
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/scenario"
 )
@@ -163,12 +163,7 @@ func assistantText(resp []byte) string {
 // decodeJSON decodes JSON bytes for an event payload, numbers kept exact
 // (as the journal's replay decodes them).
 func decodeJSON(b []byte) any {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return nil
-	}
+	v, _ := jsonv.Decode(b) // nil when b is not JSON
 	return v
 }
 

@@ -23,11 +23,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 
@@ -242,9 +241,12 @@ func (r Result) ClassList() []string {
 	return out
 }
 
+// maxMessage bounds one finding's message.
+const maxMessage = 600
+
 func (r *Result) add(class, pointer, msg string) {
 	c := classes[class]
-	r.Findings = append(r.Findings, Finding{Requirement: c.req, Class: class, Kind: c.kind, Pointer: pointer, Message: clean(msg)})
+	r.Findings = append(r.Findings, Finding{Requirement: c.req, Class: class, Kind: c.kind, Pointer: pointer, Message: jsonv.Clean(msg, maxMessage)})
 }
 
 // Canonical returns the bytes a card signature covers: the card without its
@@ -272,13 +274,11 @@ func canonicalOf(obj map[string]any) ([]byte, error) {
 			trimmed[k] = v
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(trimmed); err != nil {
+	b, err := jsonv.Marshal(trimmed)
+	if err != nil {
 		return nil, err
 	}
-	return jcs.Transform(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return jcs.Transform(b)
 }
 
 // parse accepts one JSON object that RFC 8785 accepts (valid UTF-8, no
@@ -304,7 +304,7 @@ func parse(card []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the card is %s, want a JSON object", kindOf(v))
+		return nil, fmt.Errorf("the card is %s, want a JSON object", jsonv.AKind(v))
 	}
 	return obj, nil
 }
@@ -345,7 +345,7 @@ func Verify(card []byte, keys *receipt.KeySet) Result {
 		}
 	default:
 		r.Signed = true
-		r.add(ClassSignatureMalformed, "/"+MemberSignatures, fmt.Sprintf("is %s, want an array of signature objects {algorithm, key_id, value}", kindOf(v)))
+		r.add(ClassSignatureMalformed, "/"+MemberSignatures, fmt.Sprintf("is %s, want an array of signature objects {algorithm, key_id, value}", jsonv.AKind(v)))
 	}
 	if len(entries) == 0 {
 		if !r.Signed {
@@ -383,7 +383,7 @@ func (c *checker) check(r *Result, e entry) Signature {
 	m, ok := e.value.(map[string]any)
 	if !ok {
 		s.Status = StatusMalformed
-		s.Detail = fmt.Sprintf("is %s, want an object {algorithm, key_id, value}", kindOf(e.value))
+		s.Detail = fmt.Sprintf("is %s, want an object {algorithm, key_id, value}", jsonv.AKind(e.value))
 		r.add(ClassSignatureMalformed, e.pointer, s.Detail+": a signed card states its algorithm and key id in it")
 		return s
 	}
@@ -433,7 +433,7 @@ func (c *checker) check(r *Result, e entry) Signature {
 	key, found := c.keys.Lookup(kid)
 	if !found {
 		s.Status = StatusUnchecked
-		s.Detail = fmt.Sprintf("key_id %s is not in the key directory (%d keys): publish the key to have the signature checked", quote(kid), c.keys.Len())
+		s.Detail = fmt.Sprintf("key_id %s is not in the key directory (%d keys): publish the key to have the signature checked", jsonv.Quote(kid), c.keys.Len())
 		r.add(ClassKeyUnknown, e.pointer, s.Detail)
 		return s
 	}
@@ -442,25 +442,25 @@ func (c *checker) check(r *Result, e entry) Signature {
 			return c.unsupported(r, e.pointer, s, key.Algorithm)
 		}
 		s.Status = StatusInvalid
-		s.Detail = fmt.Sprintf("the key directory lists %s as a %s key, the signature says %s", quote(kid), quote(key.Algorithm), quote(alg))
+		s.Detail = fmt.Sprintf("the key directory lists %s as a %s key, the signature says %s", jsonv.Quote(kid), jsonv.Quote(key.Algorithm), jsonv.Quote(alg))
 		r.add(ClassSignatureInvalid, e.pointer, s.Detail)
 		return s
 	}
 	if ed25519.Verify(ed25519.PublicKey(key.Key), c.canon, sig) {
 		s.Status, s.VerifiedWith = StatusVerified, kid
-		s.Detail = fmt.Sprintf("ed25519 signature by %s verifies over the canonical card", quote(kid))
+		s.Detail = fmt.Sprintf("ed25519 signature by %s verifies over the canonical card", jsonv.Quote(kid))
 		return s
 	}
 	s.Status = StatusInvalid
 	s.Detail = fmt.Sprintf("ed25519 signature by %s does not verify over the card's canonical bytes (RFC 8785, without %q and %q; %d bytes, sha256 %s)%s",
-		quote(kid), MemberSignature, MemberSignatures, len(c.canon), r.Digest, c.hint(ed25519.PublicKey(key.Key), sig, e.pointer))
+		jsonv.Quote(kid), MemberSignature, MemberSignatures, len(c.canon), r.Digest, c.hint(ed25519.PublicKey(key.Key), sig, e.pointer))
 	r.add(ClassSignatureInvalid, e.pointer, s.Detail)
 	return s
 }
 
 func (c *checker) unsupported(r *Result, pointer string, s Signature, alg string) Signature {
 	s.Status = StatusUnchecked
-	s.Detail = fmt.Sprintf("algorithm %s not checked: this verifier implements %s", quote(alg), Ed25519)
+	s.Detail = fmt.Sprintf("algorithm %s not checked: this verifier implements %s", jsonv.Quote(alg), Ed25519)
 	r.add(ClassAlgorithmUnsupported, pointer, s.Detail)
 	return s
 }
@@ -481,7 +481,7 @@ func (c *checker) tryEveryKey(r *Result, pointer string, s Signature, sig []byte
 		tried++
 		if ed25519.Verify(ed25519.PublicKey(k.Key), c.canon, sig) {
 			s.Status, s.VerifiedWith = StatusVerified, id
-			s.Detail = fmt.Sprintf("names no key id, but verifies over the canonical card with the published key %s", quote(id))
+			s.Detail = fmt.Sprintf("names no key id, but verifies over the canonical card with the published key %s", jsonv.Quote(id))
 			return s
 		}
 	}
@@ -564,9 +564,9 @@ func describeName(m map[string]any, member string) string {
 	case isString && strings.TrimSpace(s) == "":
 		return member + " is an empty string"
 	case !isString:
-		return fmt.Sprintf("%s is %s, want a string", member, kindOf(v))
+		return fmt.Sprintf("%s is %s, want a string", member, jsonv.AKind(v))
 	}
-	return member + " is " + quote(v.(string))
+	return member + " is " + jsonv.Quote(v.(string))
 }
 
 func isEd25519(alg string) bool {
@@ -595,54 +595,4 @@ func decodeValue(s string) ([]byte, error) {
 		return base64.RawURLEncoding.DecodeString(s)
 	}
 	return base64.RawStdEncoding.DecodeString(s)
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// quote renders an untrusted string for a message: Go-quoted and cut.
-func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		return fmt.Sprintf("%q… (%d bytes)", s[:max], len(s))
-	}
-	return fmt.Sprintf("%q", s)
-}
-
-// maxMessage bounds one finding's message.
-const maxMessage = 600
-
-// clean makes a message safe to print: control characters escaped, length
-// bounded.
-func clean(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
-			fmt.Fprintf(&b, `\u%04x`, c)
-		default:
-			b.WriteRune(c)
-		}
-		if b.Len() > maxMessage {
-			return b.String() + fmt.Sprintf("… (%d bytes)", len(s))
-		}
-	}
-	return b.String()
 }

@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Object is a signature object as a card carries it (the OpenAPI's
@@ -79,29 +82,19 @@ func Attach(card []byte, objs ...Object) ([]byte, error) {
 	if len(objs) == 0 {
 		return base, nil
 	}
-	first, err := marshal(objs[0])
+	first, err := jsonv.Marshal(objs[0])
 	if err != nil {
 		return nil, err
 	}
 	add := []member{{MemberSignature, first}}
 	if len(objs) > 1 {
-		rest, err := marshal(objs[1:])
+		rest, err := jsonv.Marshal(objs[1:])
 		if err != nil {
 			return nil, err
 		}
 		add = append(add, member{MemberSignatures, rest})
 	}
 	return splice(base, add)
-}
-
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 type member struct {
@@ -168,7 +161,7 @@ func cutMembers(text []byte, names ...string) ([]byte, error) {
 	out.Write(text[:open])
 	wrote := false
 	for _, s := range spans {
-		if contains(names, s.name) {
+		if slices.Contains(names, s.name) {
 			continue
 		}
 		lead := text[s.leadFrom:s.from]
@@ -214,13 +207,4 @@ func splice(text []byte, add []member) ([]byte, error) {
 	}
 	out.Write(text[end:])
 	return out.Bytes(), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Transport parity (EXT-TRANSPORT-004): one run, observed at the same time
@@ -273,7 +275,7 @@ func jsonDiff(ptr string, a, b any) (string, any, any, bool) {
 		for _, k := range keys {
 			va, inA := x[k]
 			vb, inB := y[k]
-			p := ptr + "/" + pointerEscape(k)
+			p := ptr + "/" + jsonv.Token(k)
 			if inA != inB {
 				return p, memberOrAbsent(va, inA), memberOrAbsent(vb, inB), true
 			}
@@ -322,10 +324,6 @@ func memberOrAbsent(v any, ok bool) any {
 		return absent{}
 	}
 	return v
-}
-
-func pointerEscape(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // sameNumber compares two JSON numbers by value: 1, 1.0 and 1e0 are

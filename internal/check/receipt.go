@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/receipt"
 )
 
@@ -205,7 +206,7 @@ const costTolerance = 1e-9
 // cost total in the same currency (or none), the receipt's total equals
 // it. outcome may be nil.
 func Cost(d ReceiptDoc, outcome map[string]any) error {
-	total, ok := number(d.Get("cost", "total"))
+	total, ok := jsonv.Number(d.Get("cost", "total"))
 	if !ok {
 		return fmt.Errorf("%s: cost.total is %s, want a number", d.Label(), describe(d.Get("cost", "total")))
 	}
@@ -214,7 +215,7 @@ func Cost(d ReceiptDoc, outcome map[string]any) error {
 	sum := 0.0
 	for _, x := range rows {
 		m, _ := x.(map[string]any)
-		if a, ok := number(m["amount"]); ok {
+		if a, ok := jsonv.Number(m["amount"]); ok {
 			sum += a
 		}
 	}
@@ -222,7 +223,7 @@ func Cost(d ReceiptDoc, outcome map[string]any) error {
 		errs = append(errs, fmt.Sprintf("cost.provider_breakdown amounts add up to %v, more than cost.total %v: a breakdown of the total cannot exceed it", sum, total))
 	}
 	if oc, _ := outcome["cost"].(map[string]any); oc != nil {
-		ot, isNum := number(oc["total"])
+		ot, isNum := jsonv.Number(oc["total"])
 		cur, hasCur := oc["currency"].(string)
 		if isNum && (!hasCur || cur == d.Str("cost", "currency")) && math.Abs(ot-total) > costTolerance*(1+total) {
 			errs = append(errs, fmt.Sprintf("cost.total is %v %s, but the task's Outcome states cost.total %v", total, d.Str("cost", "currency"), ot))
@@ -232,18 +233,6 @@ func Cost(d ReceiptDoc, outcome map[string]any) error {
 		return fmt.Errorf("%s: %s", d.Label(), strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// number reads a JSON number decoded as json.Number or float64.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	}
-	return 0, false
 }
 
 // FinalArtifacts checks that every artifact the task's Outcome lists is
@@ -515,7 +504,7 @@ func resolvePointer(doc any, ptr string) (any, bool) {
 	}
 	v := doc
 	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = jsonv.Untoken(tok)
 		switch x := v.(type) {
 		case map[string]any:
 			next, ok := x[tok]

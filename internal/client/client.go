@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/redact"
 )
 
@@ -363,27 +364,9 @@ func (r *Response) Object() (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: body is JSON %s, want an object", r, kind(v))
+		return nil, fmt.Errorf("%s: body is JSON %s, want an object", r, jsonv.Kind(v))
 	}
 	return m, nil
-}
-
-func kind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	case string:
-		return "string"
-	case json.Number, float64:
-		return "number"
-	case bool:
-		return "boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func snippet(b []byte) string {

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/harn-conform/conform/internal/redact"
@@ -24,7 +26,7 @@ func curl(r *redact.Redactor, apiKey, method, u string, h http.Header, body []by
 		b.WriteString(" -X " + shellWord(r, apiKey, method))
 	}
 	b.WriteString(" " + shellWord(r, apiKey, u))
-	for _, k := range sortedKeys(h) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
 			b.WriteString(" -H " + shellWord(r, apiKey, k+": "+v))
 		}

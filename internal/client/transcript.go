@@ -3,7 +3,6 @@ package client
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -205,13 +204,4 @@ func Op(method, path, basePath string) string {
 		}
 	}
 	return method + " /" + strings.Join(segs, "/")
-}
-
-func sortedKeys(h http.Header) []string {
-	ks := make([]string, 0, len(h))
-	for k := range h {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -9,12 +9,15 @@
 package harbor
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Method prefixes: the text's headings and its opening sentence name
@@ -25,21 +28,9 @@ const (
 	PrefixHarbor = "harbor/"
 )
 
-// Decode reads JSON keeping numbers exact (json.Number), so integer and
-// fractional values can be told apart.
-func Decode(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
 // Object decodes raw as a JSON object (nil and an error otherwise).
 func Object(raw []byte) (map[string]any, error) {
-	v, err := Decode(raw)
+	v, err := jsonv.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +179,7 @@ func (b *Bundle) CheckBlocks() error {
 		if n, ok := Int(blk.Raw["version"]); !ok || n < 1 {
 			probs = append(probs, fmt.Sprintf("block %s: version is %s, want an integer ≥ 1", blk.Name, show(blk.Raw["version"])))
 		}
-		keys := sortedKeys(blk.Raw)
+		keys := slices.Sorted(maps.Keys(blk.Raw))
 		for _, k := range keys {
 			if strings.HasPrefix(k, "supports") {
 				if _, ok := blk.Raw[k].(bool); !ok {
@@ -215,18 +206,6 @@ func Int(v any) (int64, bool) {
 	return 0, false
 }
 
-// Number reads any JSON number.
-func Number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
 func show(v any) string {
 	if v == nil {
 		return "absent"
@@ -245,15 +224,6 @@ func clip(s string) string {
 	return s
 }
 
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func joined(probs []string) error {
 	if len(probs) == 0 {
 		return nil
@@ -267,7 +237,7 @@ func joined(probs []string) error {
 // use either spelling.
 func Fields(what string, m map[string]any, spec map[string]string) error {
 	var probs []string
-	for _, name := range sortedKeysS(spec) {
+	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		kind := spec[name]
 		var v any
 		found := ""
@@ -292,7 +262,7 @@ func Fields(what string, m map[string]any, spec map[string]string) error {
 // must have the kind.
 func Optional(what string, m map[string]any, spec map[string]string) error {
 	var probs []string
-	for _, name := range sortedKeysS(spec) {
+	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		v, ok := m[name]
 		if !ok || v == nil {
 			continue
@@ -321,7 +291,7 @@ func Kind(v any, kind string) error {
 		n, isInt := Int(v)
 		ok = isInt && n >= 0
 	case "number":
-		_, ok = Number(v)
+		_, ok = jsonv.Number(v)
 	case "bool":
 		_, ok = v.(bool)
 	case "object":
@@ -341,13 +311,4 @@ func Kind(v any, kind string) error {
 		"time": "an RFC 3339 time", "object": "an object", "array": "an array", "bool": "a boolean",
 		"number": "a number", "string": "a string"}[kind]
 	return fmt.Errorf("is %s, want %s", show(v), want)
-}
-
-func sortedKeysS(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

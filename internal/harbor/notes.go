@@ -3,6 +3,7 @@ package harbor
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -127,20 +128,11 @@ func CheckNote(n Note) error {
 		return fmt.Errorf("%v (%s)", err, n.Reading)
 	}
 	if n.Kind == "snapshot_created" {
-		if r, _ := n.Payload["reason"].(string); r != "" && !contains(Reasons, r) {
+		if r, _ := n.Payload["reason"].(string); r != "" && !slices.Contains(Reasons, r) {
 			return fmt.Errorf("harbor/snapshot_created reason is %q, want one of auto, manual, branch_point", r)
 		}
 	}
 	return nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Notes lists the Harbor notifications among msgs.

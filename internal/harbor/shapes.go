@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/internal/acp"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Providers and working-copy modes the data structure names
@@ -157,7 +158,7 @@ func Refused(r *acp.Response) Refusal {
 // node has a type and a status too, but its status is a word).
 func IsProblem(m map[string]any) bool {
 	_, typ := m["type"].(string)
-	_, status := Number(m["status"])
+	_, status := jsonv.Number(m["status"])
 	_, title := m["title"].(string)
 	return typ && (status || title)
 }

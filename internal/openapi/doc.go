@@ -53,6 +53,7 @@ import (
 
 	openapidoc "github.com/harn-conform/conform/fixtures/openapi"
 	"github.com/harn-conform/conform/fixtures/schemas"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // docURL names the OpenAPI document inside the schema compiler; nothing is
@@ -599,7 +600,7 @@ func (b *builder) resolve(v any, ptr []string) (map[string]any, []string, error)
 		}
 		ptr = nil
 		for _, t := range strings.Split(ref[2:], "/") {
-			ptr = append(ptr, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+			ptr = append(ptr, jsonv.Untoken(t))
 		}
 		v = lookup(b.root, ptr)
 	}
@@ -623,8 +624,7 @@ func pointerURL(tokens ...string) string {
 	var b strings.Builder
 	for _, t := range tokens {
 		b.WriteByte('/')
-		t = strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
-		b.WriteString(url.PathEscape(t))
+		b.WriteString(url.PathEscape(jsonv.Token(t)))
 	}
 	return b.String()
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Builders of valid protocol objects; tests change one thing at a time with
@@ -88,7 +90,7 @@ func agentCard() map[string]any {
 // with returns a deep copy of v with the member at the slash-separated path
 // set to val, or deleted when val is del.
 func with(v map[string]any, path string, val any) map[string]any {
-	cp := deepCopy(v).(map[string]any)
+	cp := jsonv.Copy(v).(map[string]any)
 	toks := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	var cur any = cp
 	for _, t := range toks[:len(toks)-1] {

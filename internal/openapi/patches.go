@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // This file is the one place where the project departs from the vendored
@@ -225,7 +227,7 @@ func patchNestedResources(root map[string]any) error {
 			if err != nil {
 				return err
 			}
-			cp := deepCopy(res).(map[string]any)
+			cp := jsonv.Copy(res).(map[string]any)
 			if err := relaxEnvelope(cp, nestedNarrativeFields[u.name]); err != nil {
 				return fmt.Errorf("%s: %w", u.name, err)
 			}
@@ -352,7 +354,7 @@ func ensureNestedEnvelope(root map[string]any) {
 	if err != nil {
 		return // Load then fails on the unresolved $ref, naming it
 	}
-	cp := deepCopy(env).(map[string]any)
+	cp := jsonv.Copy(env).(map[string]any)
 	cp["required"] = []any{"id"}
 	cp["description"] = "ResourceEnvelope with only id required (patched: fixtures/openapi/PATCHES.md P5, P6)."
 	setSchema(root, "NestedEnvelope", cp)
@@ -436,25 +438,6 @@ func refOf(v any) string {
 	m, _ := v.(map[string]any)
 	r, _ := m["$ref"].(string)
 	return r
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = deepCopy(e)
-		}
-		return a
-	default:
-		return v
-	}
 }
 
 // mustJSON decodes a literal of this file; numbers become json.Number like

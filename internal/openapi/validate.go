@@ -17,6 +17,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Violation kinds.
@@ -378,7 +380,7 @@ func (d *Doc) checkJSON(x exchange, s *jsonschema.Schema, body []byte) []Violati
 		if l.hasValue {
 			val = jsonValue(l.value)
 		}
-		out = append(out, x.violation(pointer(l.loc), val, l.msg, req))
+		out = append(out, x.violation(jsonv.Pointer(l.loc...), val, l.msg, req))
 	}
 	return out
 }
@@ -456,13 +458,13 @@ func (w *walker) walk(e *jsonschema.ValidationError, frames []frame) {
 	case *kind.Required:
 		for _, m := range k.Missing {
 			l := leaf{loc: appendTok(loc, m), keyword: "required", msg: "required member is missing", frames: frames,
-				directLoc: pointer(loc), directField: m}
+				directLoc: jsonv.Pointer(loc...), directField: m}
 			w.leaves = append(w.leaves, l)
 		}
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			l := leaf{loc: appendTok(loc, p), keyword: "additionalProperties", msg: "member not allowed: the object is closed", frames: frames,
-				directLoc: pointer(loc), directField: p}
+				directLoc: jsonv.Pointer(loc...), directField: p}
 			l.value, l.hasValue = valueAt(w.inst, l.loc)
 			w.leaves = append(w.leaves, l)
 		}
@@ -492,7 +494,7 @@ func (w *walker) walk(e *jsonschema.ValidationError, frames []frame) {
 func (w *walker) add(e *jsonschema.ValidationError, frames []frame, loc []string, keyword, msg string) *leaf {
 	l := leaf{loc: loc, keyword: keyword, msg: msg, frames: frames}
 	if n := len(loc); n > 0 {
-		l.directLoc, l.directField = pointer(loc[:n-1]), loc[n-1]
+		l.directLoc, l.directField = jsonv.Pointer(loc[:n-1]...), loc[n-1]
 	}
 	l.value, l.hasValue = valueAt(w.inst, loc)
 	w.leaves = append(w.leaves, l)
@@ -549,7 +551,7 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 	// Alternatives that each require members ("supportedInterfaces or
 	// url"): one finding about the object, naming them.
 	if missing, ok := onlyMissing(all, loc); ok {
-		l := leaf{loc: loc, keyword: "required", frames: frames, directLoc: pointer(loc),
+		l := leaf{loc: loc, keyword: "required", frames: frames, directLoc: jsonv.Pointer(loc...),
 			msg: "one of the members " + strings.Join(missing, ", ") + " is required"}
 		w.leaves = append(w.leaves, l)
 		return
@@ -623,7 +625,7 @@ func pushFrame(frames []frame, e *jsonschema.ValidationError) []frame {
 	if name == "" {
 		return frames
 	}
-	f := frame{name: name, loc: pointer(e.InstanceLocation)}
+	f := frame{name: name, loc: jsonv.Pointer(e.InstanceLocation...)}
 	if n := len(frames); n > 0 && frames[n-1] == f {
 		return frames
 	}
@@ -659,7 +661,7 @@ func unescapeTok(t string) string {
 	if u, err := url.PathUnescape(t); err == nil {
 		t = u
 	}
-	return strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	return jsonv.Untoken(t)
 }
 
 // --- small helpers ---------------------------------------------------------------
@@ -738,19 +740,6 @@ func cutQuery(p string) string {
 
 func appendTok(loc []string, t string) []string {
 	return append(loc[:len(loc):len(loc)], t)
-}
-
-// pointer renders instance location tokens as a JSON pointer.
-func pointer(tokens []string) string {
-	if len(tokens) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
 }
 
 func valueAt(v any, loc []string) (any, bool) {

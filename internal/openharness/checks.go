@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/harn-conform/conform/fixtures/schemas"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Schema file names (fixtures/schemas).
@@ -102,7 +104,7 @@ func CheckVersion(doc map[string]any) error {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return fmt.Errorf("protocol_version is a JSON %s, want a semantic version string", jsonKind(v))
+		return fmt.Errorf("protocol_version is a JSON %s, want a semantic version string", jsonv.Kind(v))
 	}
 	if !IsSemver(s) {
 		return fmt.Errorf("protocol_version %q is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.0.0)", s)
@@ -246,18 +248,14 @@ func walk(v any, ptr string, f func(ptr, s string)) {
 	case string:
 		f(ptr, x)
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			walk(x[k], ptr+"/"+escape(k), f)
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			walk(x[k], ptr+"/"+jsonv.Token(k), f)
 		}
 	case []any:
 		for i, e := range x {
 			walk(e, fmt.Sprintf("%s/%d", ptr, i), f)
 		}
 	}
-}
-
-func escape(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 func ptrOr(p string) string {
@@ -300,9 +298,9 @@ func set(names ...string) map[string]bool {
 func CheckVendorMembers(doc map[string]any) error {
 	var extra []string
 	add := func(prefix string, m map[string]any, known map[string]bool) {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !known[k] {
-				extra = append(extra, prefix+"/"+escape(k))
+				extra = append(extra, prefix+"/"+jsonv.Token(k))
 			}
 		}
 	}
@@ -348,12 +346,12 @@ func CheckExtensionKeys(doc any) error {
 	visit = func(v any, ptr string) {
 		switch x := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(x) {
-				p := ptr + "/" + escape(k)
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				p := ptr + "/" + jsonv.Token(k)
 				if ext, ok := x[k].(map[string]any); ok && k == "extensions" {
-					for _, ek := range sortedKeys(ext) {
+					for _, ek := range slices.Sorted(maps.Keys(ext)) {
 						if !ExtensionKeyOK(ek) {
-							bad = append(bad, fmt.Sprintf("%s/%s", p, escape(ek)))
+							bad = append(bad, fmt.Sprintf("%s/%s", p, jsonv.Token(ek)))
 						}
 					}
 				}
@@ -403,7 +401,7 @@ func CheckDenialsAsked(request, doc map[string]any) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("capability_denials names %s, which the request did not ask for (it asked for %s)", quoteList(bad, 5), quoteList(sortedKeys(asked), 8))
+		return fmt.Errorf("capability_denials names %s, which the request did not ask for (it asked for %s)", quoteList(bad, 5), quoteList(slices.Sorted(maps.Keys(asked)), 8))
 	}
 	return nil
 }
@@ -473,7 +471,7 @@ func CheckErrorCode(doc map[string]any) error {
 	}
 	m, ok := e.(map[string]any)
 	if !ok {
-		return fmt.Errorf("response.error is a JSON %s, want an object with a code", jsonKind(e))
+		return fmt.Errorf("response.error is a JSON %s, want an object with a code", jsonv.Kind(e))
 	}
 	c, ok := m["code"].(string)
 	if !ok || c == "" {

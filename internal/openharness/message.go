@@ -13,8 +13,9 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sort"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Version is the wire format version conform speaks and the reference
@@ -55,7 +56,7 @@ func Decode(b []byte) (map[string]any, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("a JSON %s, want an object (an envelope)", jsonKind(v))
+		return nil, fmt.Errorf("a JSON %s, want an object (an envelope)", jsonv.Kind(v))
 	}
 	return m, nil
 }
@@ -74,24 +75,6 @@ func KindOf(doc map[string]any) (Kind, error) {
 		return "", errors.New("the object has both request and response members: say which envelope it is with --kind")
 	}
 	return "", errors.New("the object has neither a request nor a response member: not an OpenHarness envelope")
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number, float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // semver is Semantic Versioning 2.0.0's own pattern.
@@ -134,16 +117,6 @@ func ErrorObject(doc map[string]any) map[string]any { return obj(obj(doc, "respo
 func ErrorCode(doc map[string]any) string {
 	s, _ := str(ErrorObject(doc), "code")
 	return s
-}
-
-// sortedKeys returns m's keys in order, for stable messages.
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // quoteList renders names for a message, at most n of them.

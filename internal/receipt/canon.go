@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // HashPrefix starts every receipt hash: "sha256:" then 64 lowercase hex digits.
@@ -31,45 +32,23 @@ func canonicalize(doc []byte) ([]byte, error) {
 	return out, nil
 }
 
-// decode parses JSON that canonicalize already accepted, keeping numbers as
-// their literal text so that re-encoding cannot change them before the
-// second canonicalization.
-func decode(doc []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// encode is the inverse of decode. HTML escaping is off only to keep the
-// intermediate bytes readable; canonicalize rewrites every string anyway.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // parseObject canonicalizes raw (rejecting what JCS rejects) and decodes it
-// as a top-level JSON object.
+// as a top-level JSON object. Numbers stay as written (jsonv.Decode), so
+// that re-encoding (jsonv.Marshal, whose unescaped "<>&" only keep the
+// intermediate bytes readable) cannot change them before the second
+// canonicalization.
 func parseObject(raw []byte) (map[string]any, error) {
 	canon, err := canonicalize(raw)
 	if err != nil {
 		return nil, err
 	}
-	v, err := decode(canon)
+	v, err := jsonv.Decode(canon)
 	if err != nil {
 		return nil, err
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("top-level value is %s, want a JSON object", kindOf(v))
+		return nil, fmt.Errorf("top-level value is %s, want a JSON object", jsonv.AKind(v))
 	}
 	return obj, nil
 }
@@ -95,7 +74,7 @@ func hashInput(obj map[string]any) ([]byte, error) {
 		}
 		trimmed["chain"] = c
 	}
-	b, err := encode(trimmed)
+	b, err := jsonv.Marshal(trimmed)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +90,7 @@ func canonicalWithHash(obj map[string]any) ([]byte, error) {
 			trimmed[k] = v
 		}
 	}
-	b, err := encode(trimmed)
+	b, err := jsonv.Marshal(trimmed)
 	if err != nil {
 		return nil, err
 	}
@@ -140,23 +119,4 @@ func Hash(raw []byte) (string, error) {
 func digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return HashPrefix + hex.EncodeToString(sum[:])
-}
-
-// kindOf names a decoded JSON value's type for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,7 +255,7 @@ func TestOneByteChangeBreaksHash(t *testing.T) {
 					t.Errorf("%s: changing %s left the hash at %s", f.Path, ptr, h)
 				}
 				r := receipt.Verify(changed, receipt.Options{})
-				if !contains(r.Classes(), receipt.ClassHashMismatch) {
+				if !slices.Contains(r.Classes(), receipt.ClassHashMismatch) {
 					t.Errorf("%s: changing %s: classes %v, want %s", f.Path, ptr, r.Classes(), receipt.ClassHashMismatch)
 				}
 				checked++
@@ -264,13 +265,4 @@ func TestOneByteChangeBreaksHash(t *testing.T) {
 	if checked < 200 {
 		t.Errorf("only %d field changes checked, want at least 200", checked)
 	}
-}
-
-func contains(s []string, want string) bool {
-	for _, x := range s {
-		if x == want {
-			return true
-		}
-	}
-	return false
 }

@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Finding classes: stable tags that tests, reports and fixtures match on.
@@ -98,7 +98,7 @@ func (r Result) Err() error {
 	}
 	id := "receipt"
 	if r.ReceiptID != "" {
-		id = "receipt " + quote(r.ReceiptID)
+		id = "receipt " + jsonv.Quote(r.ReceiptID)
 	}
 	return fmt.Errorf("%s is invalid (%d finding(s)):\n  %s", id, len(r.Findings), strings.ReplaceAll(joinFindings(r.Findings), "; ", "\n  "))
 }
@@ -139,33 +139,12 @@ func (r *Result) fail(name, class string, msgs ...string) {
 		msgs = append(msgs[:maxFindingsPerStep:maxFindingsPerStep], fmt.Sprintf("… and %d more finding(s) of this step not shown", more))
 	}
 	for i, m := range msgs {
-		msgs[i] = clean(m)
+		msgs[i] = jsonv.Clean(m, maxMessage)
 	}
 	r.Steps = append(r.Steps, Step{Name: name, OK: false, Detail: strings.Join(msgs, "; ")})
 	for _, m := range msgs {
 		r.Findings = append(r.Findings, Finding{Class: class, Step: name, Message: m})
 	}
-}
-
-// clean makes a message safe to print: control and invalid characters are
-// escaped (nothing reaches a terminal as a control sequence) and the length
-// is bounded.
-func clean(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
-			fmt.Fprintf(&b, `\u%04x`, c)
-		default:
-			b.WriteRune(c)
-		}
-		if b.Len() > maxMessage {
-			return b.String() + fmt.Sprintf("… (%d bytes)", len(s))
-		}
-	}
-	return b.String()
 }
 
 // Verify checks one receipt. It never panics on hostile input; everything
@@ -221,10 +200,10 @@ func (r *Result) checkHash(obj, chain map[string]any) {
 	case !present:
 		r.fail(StepHash, ClassHashMissing, "chain.receipt_hash is absent; computed "+r.Computed)
 	case !isString:
-		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash is %s, want a string %s<64 lowercase hex>; computed %s", kindOf(stored), HashPrefix, r.Computed))
+		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash is %s, want a string %s<64 lowercase hex>; computed %s", jsonv.AKind(stored), HashPrefix, r.Computed))
 	case !proofHash.MatchString(s):
 		r.Stored = s
-		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash %s is not %s<64 lowercase hex>; computed %s", quote(s), HashPrefix, r.Computed))
+		r.fail(StepHash, ClassHashPattern, fmt.Sprintf("chain.receipt_hash %s is not %s<64 lowercase hex>; computed %s", jsonv.Quote(s), HashPrefix, r.Computed))
 	case s != r.Computed:
 		r.Stored = s
 		r.fail(StepHash, ClassHashMismatch, fmt.Sprintf("stored %s, computed %s", s, r.Computed))
@@ -247,13 +226,13 @@ func (r *Result) checkChain(chain map[string]any, want string) {
 			gotText = "null"
 		}
 	case string:
-		gotText = quote(g)
+		gotText = jsonv.Quote(g)
 		if g == want {
 			r.pass(StepChain, "previous_receipt_hash matches the prior receipt's hash "+want)
 			return
 		}
 	default:
-		gotText = kindOf(g)
+		gotText = jsonv.AKind(g)
 	}
 	if want == "null" && present && got == nil {
 		r.pass(StepChain, "previous_receipt_hash is null: the chain starts here")
@@ -272,7 +251,7 @@ func (r *Result) checkMerkle(chain map[string]any, want string) {
 	case !ok:
 		r.fail(StepMerkle, ClassMerkleMismatch, "chain.merkle_root is absent or not a string, want "+want)
 	case got != want:
-		r.fail(StepMerkle, ClassMerkleMismatch, fmt.Sprintf("chain.merkle_root is %s, want %s", quote(got), want))
+		r.fail(StepMerkle, ClassMerkleMismatch, fmt.Sprintf("chain.merkle_root is %s, want %s", jsonv.Quote(got), want))
 	default:
 		r.pass(StepMerkle, "chain.merkle_root matches the batch root")
 	}
@@ -316,7 +295,7 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		at := fmt.Sprintf("signatures/%d", i)
 		m, ok := s.(map[string]any)
 		if !ok {
-			bad(ClassSignatureInvalid, at+": is "+kindOf(s)+", want an object")
+			bad(ClassSignatureInvalid, at+": is "+jsonv.AKind(s)+", want an object")
 			continue
 		}
 		id, _ := m["key_id"].(string)
@@ -326,16 +305,16 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 		if !supported {
 			// The spec fixes no algorithm set: a signature we cannot check
 			// is reported, not held against the receipt.
-			unchecked = append(unchecked, fmt.Sprintf("%s: algorithm %s not checked (this verifier implements %s)", at, quote(algName), Ed25519))
+			unchecked = append(unchecked, fmt.Sprintf("%s: algorithm %s not checked (this verifier implements %s)", at, jsonv.Quote(algName), Ed25519))
 			continue
 		}
 		key, found := keys.Lookup(id)
 		if !found {
-			bad(ClassKeyUnknown, fmt.Sprintf("%s: key_id %s is not in the key set (%d keys)", at, quote(id), keys.Len()))
+			bad(ClassKeyUnknown, fmt.Sprintf("%s: key_id %s is not in the key set (%d keys)", at, jsonv.Quote(id), keys.Len()))
 			continue
 		}
 		if key.Algorithm != alg {
-			bad(ClassSignatureInvalid, fmt.Sprintf("%s: the key directory lists %s as a %s key, the signature says %s", at, quote(id), quote(key.Algorithm), quote(algName)))
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: the key directory lists %s as a %s key, the signature says %s", at, jsonv.Quote(id), jsonv.Quote(key.Algorithm), jsonv.Quote(algName)))
 			continue
 		}
 		sig, err := decodeSignature(value)
@@ -362,13 +341,13 @@ func (r *Result) checkSignatures(obj map[string]any, keys *KeySet) {
 				profile = ProfileCanonicalWithHash
 				break
 			}
-			bad(ClassSignatureInvalid, fmt.Sprintf("%s: ed25519 signature by %s verifies over none of the signing inputs: the ASCII bytes of %s, the canonical receipt without chain.receipt_hash, the canonical receipt with it%s", at, quote(id), h, misSigned(pub, sig, h)))
+			bad(ClassSignatureInvalid, fmt.Sprintf("%s: ed25519 signature by %s verifies over none of the signing inputs: the ASCII bytes of %s, the canonical receipt without chain.receipt_hash, the canonical receipt with it%s", at, jsonv.Quote(id), h, misSigned(pub, sig, h)))
 			continue
 		}
 		if !slices.Contains(r.SignatureProfiles, profile) {
 			r.SignatureProfiles = append(r.SignatureProfiles, profile)
 		}
-		oks = append(oks, quote(id)+" over the "+profileText(profile))
+		oks = append(oks, jsonv.Quote(id)+" over the "+profileText(profile))
 	}
 	if len(failures) > 0 {
 		r.Steps = append(r.Steps, Step{Name: StepSignatures, Detail: joinFindings(failures)})
@@ -419,16 +398,6 @@ func joinFindings(fs []Finding) string {
 		parts[i] = f.String()
 	}
 	return strings.Join(parts, "; ")
-}
-
-// quote renders an untrusted string for a message: Go-quoted (no control
-// characters reach a terminal) and cut to a readable length.
-func quote(s string) string {
-	const max = 80
-	if len(s) > max {
-		return fmt.Sprintf("%q… (%d bytes)", s[:max], len(s))
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // VerifyChain verifies receipts that form one chain, in order: each

@@ -8,9 +8,11 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/harn-conform/conform/fixtures/receipts"
-	"github.com/harn-conform/conform/internal/testmain"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/harn-conform/conform/fixtures/receipts"
+	"github.com/harn-conform/conform/internal/jsonv"
+	"github.com/harn-conform/conform/internal/testmain"
 )
 
 // publishedSchema is the upstream schema on a development machine; it is
@@ -24,25 +26,6 @@ func decodeNumbers(t testing.TB, b []byte) any {
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		t.Fatal(err)
-	}
-	return v
-}
-
-// deepCopy copies decoded JSON.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, c := range x {
-			m[k] = deepCopy(c)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, c := range x {
-			a[i] = deepCopy(c)
-		}
-		return a
 	}
 	return v
 }
@@ -63,7 +46,7 @@ func variants(doc any) map[string]any {
 		root := doc
 		record := func(label string, mutate func()) {
 			mutate()
-			out[label] = deepCopy(root)
+			out[label] = jsonv.Copy(root)
 		}
 		if del != nil {
 			old := v
@@ -78,7 +61,7 @@ func variants(doc any) map[string]any {
 		switch x := v.(type) {
 		case map[string]any:
 			x["zz_unknown"] = 1
-			out[path+" + unknown member"] = deepCopy(root)
+			out[path+" + unknown member"] = jsonv.Copy(root)
 			delete(x, "zz_unknown")
 			keys := make([]string, 0, len(x))
 			for k := range x {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // secretNames are member names (lower-cased, "-" read as "_") whose value is
@@ -84,7 +86,7 @@ func findSecrets(doc any) []string {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				child := ptr + "/" + escapePointer(k)
+				child := ptr + "/" + jsonv.Token(k)
 				name := strings.ReplaceAll(strings.ToLower(k), "-", "_")
 				if secretNames[name] && !redacted(x[k]) {
 					if _, isObj := x[k].(map[string]any); !isObj {
@@ -124,11 +126,7 @@ func describe(v any) string {
 	case json.Number:
 		return "value (a number)"
 	}
-	return "value (" + kindOf(v) + ")"
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+	return "value (" + jsonv.AKind(v) + ")"
 }
 
 func orRoot(ptr string) string {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 func TestFindSecrets(t *testing.T) {
@@ -36,7 +38,7 @@ func TestFindSecrets(t *testing.T) {
 		{`{"redactions":[{"field":"/metadata/api_key","reason":"secret","proof_hash":"sha256:` + strings.Repeat("0", 64) + `"}]}`, nil},
 	}
 	for _, c := range cases {
-		v, err := decode([]byte(c.doc))
+		v, err := jsonv.Decode([]byte(c.doc))
 		if err != nil {
 			t.Fatalf("%s: %v", c.doc, err)
 		}

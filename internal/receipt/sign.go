@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Ed25519 is the algorithm name written in signatures[].algorithm and in key
@@ -223,7 +225,7 @@ func Seal(raw []byte, signers ...Signer) ([]byte, error) {
 	if _, err := parseObject(raw); err != nil {
 		return nil, err
 	}
-	v, err := decode(raw)
+	v, err := jsonv.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -272,5 +274,5 @@ func Seal(raw []byte, signers ...Signer) ([]byte, error) {
 		}
 		obj["signatures"] = sigs
 	}
-	return encode(obj)
+	return jsonv.Marshal(obj)
 }

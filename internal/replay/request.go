@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -183,7 +184,7 @@ func CheckRequest(body []byte) []Problem {
 		label := Label(key)
 		if label == "" {
 			out = append(out, Problem{Code: CodeOverrideKeyForm, Key: key, Message: "key is none of llm:<call_id>, mcp:<server>:<tool_call_id>, secret:<name>, time:<label>, host:<capability>:<call_id>"})
-		} else if knownKinds[o.Kind] && !contains(kindsByLabel[label], o.Kind) {
+		} else if knownKinds[o.Kind] && !slices.Contains(kindsByLabel[label], o.Kind) {
 			out = append(out, Problem{Code: CodeOverrideKindMismatch, Key: key, Message: fmt.Sprintf("a %s: key with kind %q, want %s", label, clip(o.Kind), strings.Join(kindsByLabel[label], " or "))})
 		}
 		hasArtifact := !empty(o.ArtifactID)
@@ -222,15 +223,6 @@ func CheckRequest(body []byte) []Problem {
 }
 
 func empty(s *string) bool { return s == nil || *s == "" }
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // clip bounds text taken from the request in a message.
 func clip(s string) string {

@@ -22,6 +22,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Sources maps the id of each source-task event that recorded a dependency
@@ -137,7 +139,7 @@ func Project(raw []byte, src Sources) (*Projection, error) {
 		}
 	}
 
-	b, err := encode(out)
+	b, err := jsonv.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
@@ -344,16 +346,6 @@ func decode(b []byte) (any, error) {
 	return v, nil
 }
 
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // Side names one projection in a comparison.
 type Side struct {
 	Name string // what it is the projection of ("the target's receipt rcpt_…")
@@ -434,7 +426,7 @@ func render(v any) string {
 	if v == absent {
 		return ""
 	}
-	b, err := encode(v)
+	b, err := jsonv.Marshal(v)
 	if err != nil {
 		return "?"
 	}
@@ -489,7 +481,7 @@ func firstDifference(path string, a, b any, hasA, hasB bool) (string, any, any) 
 			if inA && inB && equal(va, vb) {
 				continue
 			}
-			return firstDifference(path+"/"+escape(k), va, vb, inA, inB)
+			return firstDifference(path+"/"+jsonv.Token(k), va, vb, inA, inB)
 		}
 	case []any:
 		y, ok := b.([]any)
@@ -515,8 +507,8 @@ func firstDifference(path string, a, b any, hasA, hasB bool) (string, any, any) 
 }
 
 func equal(a, b any) bool {
-	x, err1 := encode(a)
-	y, err2 := encode(b)
+	x, err1 := jsonv.Marshal(a)
+	y, err2 := jsonv.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
@@ -528,8 +520,4 @@ func utf16Less(a, b string) bool {
 		}
 	}
 	return len(x) < len(y)
-}
-
-func escape(k string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
 }

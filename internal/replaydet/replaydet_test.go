@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harn-conform/conform/fixtures/replay"
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // fixture returns a fixture receipt (raw), the sources of the fixture's
@@ -65,7 +66,7 @@ func decodeDoc(t *testing.T, raw []byte) map[string]any {
 
 func encodeDoc(t *testing.T, doc map[string]any) []byte {
 	t.Helper()
-	b, err := encode(doc)
+	b, err := jsonv.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -225,7 +226,7 @@ func TestRunPipeline(t *testing.T) {
 		for _, s := range steps {
 			codes = append(codes, s.exit)
 		}
-		if string(out) != tc.out || !equalInts(codes, tc.steps) {
+		if string(out) != tc.out || !slices.Equal(codes, tc.steps) {
 			t.Errorf("runPipeline(%q) = %q, exits %v; want %q, %v", tc.line, out, codes, tc.out, tc.steps)
 		}
 	}
@@ -235,18 +236,6 @@ func TestRunPipeline(t *testing.T) {
 	if a, r := lineCounts("a\nb\n", "a\nc\nd\n"); a != 2 || r != 1 {
 		t.Errorf("lineCounts = +%d -%d, want +2 -1", a, r)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestMainFlags(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -184,7 +185,7 @@ func (e *Engine) answer(req map[string]any, start time.Time) map[string]any {
 	asked := objOf(req, "capabilities")
 	ctx := objOf(objOf(req, "request"), "context")
 	denials := []any{}
-	for _, k := range sortedKeys(asked) {
+	for _, k := range slices.Sorted(maps.Keys(asked)) {
 		if why, ok := notOffered[k]; ok {
 			d := map[string]any{"capability": k, "code": "not_supported", "message": why}
 			if e.fault(FaultDenialWithoutCode) {
@@ -198,7 +199,7 @@ func (e *Engine) answer(req map[string]any, start time.Time) map[string]any {
 	}
 	if e.fault(FaultOffersAndDenies) {
 		// Denies what it also offers (a capability the Shell asked for).
-		for _, k := range sortedKeys(asked) {
+		for _, k := range slices.Sorted(maps.Keys(asked)) {
 			if _, ok := offered[k]; ok {
 				denials = append(denials, map[string]any{"capability": k, "code": "disabled_by_policy", "message": "disabled"})
 				break
@@ -356,13 +357,4 @@ func (e *Engine) write(w http.ResponseWriter, status int, env map[string]any) {
 func objOf(m map[string]any, k string) map[string]any {
 	o, _ := m[k].(map[string]any)
 	return o
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -8,7 +8,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/jsonv"
 )
 
 // Key is the metadata key that carries a scenario.
@@ -129,7 +132,7 @@ func Parse(v any) (*Scenario, error) {
 		return nil, &Error{base, "not JSON: " + err.Error()}
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, &Error{base, fmt.Sprintf("got %s, want an object {\"steps\": [...]}", kindOf(v))}
+		return nil, &Error{base, fmt.Sprintf("got %s, want an object {\"steps\": [...]}", jsonv.AKind(v))}
 	}
 	var top struct {
 		Steps []json.RawMessage `json:"steps"`
@@ -223,7 +226,7 @@ func check(st Step, p string) error {
 		return &Error{p + ".op", fmt.Sprintf("got %q, want one of work, emit, artifact, input_required, auth_required, tool_approval, use_secret, use_vault_secret, tool_call, reason, redact, %s, complete, fail", st.Op, replayOpNames)}
 	}
 	for _, f := range fieldsSet(st) {
-		if f.set && !contains(fields, f.name) {
+		if f.set && !slices.Contains(fields, f.name) {
 			return &Error{p + "." + f.name, fmt.Sprintf("field not allowed on op %q (allowed: %s)", st.Op, strings.Join(fields, ", "))}
 		}
 	}
@@ -249,7 +252,7 @@ func check(st Step, p string) error {
 		if st.IntervalMS < 0 || st.IntervalMS > MaxMS {
 			return &Error{p + ".interval_ms", fmt.Sprintf("got %d, want 0..%d", st.IntervalMS, MaxMS)}
 		}
-		if st.Visibility != "" && !contains(Visibilities, st.Visibility) {
+		if st.Visibility != "" && !slices.Contains(Visibilities, st.Visibility) {
 			return &Error{p + ".visibility", fmt.Sprintf("got %q, want one of %s", st.Visibility, strings.Join(Visibilities, ", "))}
 		}
 	case OpReason:
@@ -257,7 +260,7 @@ func check(st Step, p string) error {
 			return &Error{p + ".text", fmt.Sprintf("got %d bytes, want the hidden reasoning, at least %d", len(st.Text), MinSecret)}
 		}
 	case OpArtifact:
-		if st.Kind != "" && !contains(ArtifactKinds, st.Kind) {
+		if st.Kind != "" && !slices.Contains(ArtifactKinds, st.Kind) {
 			return &Error{p + ".kind", fmt.Sprintf("got %q, want one of %s", st.Kind, strings.Join(ArtifactKinds, ", "))}
 		}
 		if len(st.Content) > MaxContent {
@@ -284,30 +287,4 @@ func check(st Step, p string) error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	default:
-		return "a number"
-	}
 }

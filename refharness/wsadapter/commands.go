@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness"
 )
 
@@ -38,7 +39,7 @@ func (c *conn) dispatch() {
 func (c *conn) handle(f frame) {
 	typ, isStr := f["type"].(string)
 	if !isStr {
-		c.sendError(f.replyTo(), invalid("/type", "member type: got %s, want a string naming a client frame type", kind(f["type"])))
+		c.sendError(f.replyTo(), invalid("/type", "member type: got %s, want a string naming a client frame type", jsonv.Kind(f["type"])))
 		return
 	}
 	id, idOK := f.frameID()

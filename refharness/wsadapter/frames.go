@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness"
 )
 
@@ -39,27 +40,9 @@ func decodeFrame(data []byte) (frame, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the message is a JSON %s, want one object", kind(v))
+		return nil, fmt.Errorf("the message is a JSON %s, want one object", jsonv.Kind(v))
 	}
 	return frame(m), nil
-}
-
-func kind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number, float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // invalid is a 400 invalid_request naming member param (a JSON Pointer).
@@ -101,7 +84,7 @@ func (f frame) str(name string, required bool) (string, *refharness.Error) {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		return "", invalid("/"+name, "member %s: got %s, want a string", name, kind(v))
+		return "", invalid("/"+name, "member %s: got %s, want a string", name, jsonv.Kind(v))
 	}
 	if required && s == "" {
 		return "", invalid("/"+name, "member %s is empty", name)
@@ -117,7 +100,7 @@ func (f frame) boolean(name string) (bool, *refharness.Error) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		return false, invalid("/"+name, "member %s: got %s, want a boolean", name, kind(v))
+		return false, invalid("/"+name, "member %s: got %s, want a boolean", name, jsonv.Kind(v))
 	}
 	return b, nil
 }
@@ -139,7 +122,7 @@ func (f frame) cursor(name string) (string, *refharness.Error) {
 	}
 	s, isStr := v.(string)
 	if !isStr || s == "" {
-		return "", invalid("/"+name, "member %s: got %s, want an event id or null", name, kind(v))
+		return "", invalid("/"+name, "member %s: got %s, want an event id or null", name, jsonv.Kind(v))
 	}
 	return s, nil
 }
@@ -282,9 +265,5 @@ func pointer(p string) string {
 		return p
 	}
 	p = indexRE.ReplaceAllString(p, ".$1")
-	segs := strings.Split(p, ".")
-	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-	}
-	return "/" + strings.Join(segs, "/")
+	return jsonv.Pointer(strings.Split(p, ".")...)
 }

@@ -2,6 +2,7 @@ package wsadapter
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 
@@ -26,18 +27,6 @@ func restIDs(evs []map[string]any) []string {
 		out = append(out, e["id"].(string))
 	}
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestResumeOnConnect: a cursor given on connect (Last-Event-ID, or the
@@ -67,7 +56,7 @@ func TestResumeOnConnect(t *testing.T) {
 				t.Errorf("%s: ready.last_event_id = %v, want %s", way, r.f["last_event_id"], cur)
 			}
 			ids, rep := c.eventFrames(len(rest) - 3)
-			if !equal(ids, rest[3:]) {
+			if !slices.Equal(ids, rest[3:]) {
 				t.Errorf("%s: events after %s: %v, want %v", way, cur, ids, rest[3:])
 			}
 			for i, r := range rep {
@@ -104,7 +93,7 @@ func TestResumeFrame(t *testing.T) {
 		c.typed("ready")
 		ids, _ := c.eventFrames(len(rest))
 		first := c.typed("input_request")
-		if !equal(ids, rest) || first.f["replayed"] != true {
+		if !slices.Equal(ids, rest) || first.f["replayed"] != true {
 			t.Fatalf("first run: %v then %s, want %v then the pending input_request replayed", ids, first.raw, rest)
 		}
 		// Resume after the last event: the input request, opened at the
@@ -128,7 +117,7 @@ func TestResumeFrame(t *testing.T) {
 		}
 		c.held = nil // the previous run's
 		ids, reps := c.eventFrames(len(rest))
-		if !equal(ids, rest) {
+		if !slices.Equal(ids, rest) {
 			t.Errorf("resume from the start: %v, want %v", ids, rest)
 		}
 		for i, r := range reps {
@@ -149,7 +138,7 @@ func TestResumeFrame(t *testing.T) {
 		c.held = nil
 		now := restIDs(e.events("/v1/tasks/" + task + "/events"))
 		got, _ := c.eventFrames(len(now) - 2)
-		if !equal(got, now[2:]) {
+		if !slices.Equal(got, now[2:]) {
 			t.Errorf("resume after %s: %v, want %v", rest[1], got, now[2:])
 		}
 	})

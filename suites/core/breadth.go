@@ -103,7 +103,7 @@ func (f *flow) taskEventsAndStream(ctx context.Context, id string) (list, stream
 	GinkgoHelper()
 	task := "/v1/tasks/" + client.Seg(id)
 	list, err := f.events(ctx, task+"/events")
-	if !suite.CheckBlocks("CORE-EVT-001", err, specReqs()...) {
+	if !suite.CheckBlocks("CORE-EVT-001", err, suite.SpecReqs()...) {
 		// This task's events are not judged; the spec's other lists are.
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func (f *flow) taskEventsAndStream(ctx context.Context, id string) (list, stream
 func (f *flow) sessionEventsAndStream(ctx context.Context) (list, streamed []check.Event) {
 	GinkgoHelper()
 	list, err := f.events(ctx, "/v1/sessions/"+client.Seg(f.session)+"/events")
-	if !suite.CheckBlocks("CORE-EVT-001", err, specReqs()...) {
+	if !suite.CheckBlocks("CORE-EVT-001", err, suite.SpecReqs()...) {
 		return nil, nil
 	}
 	if f.watch == nil || f.watchErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -83,7 +84,7 @@ var _ = Describe("Task cancellation", func() {
 				suite.Check("CORE-CANCEL-001", fmt.Errorf("GET /v1/tasks/%s: the cancel was answered 200, but %s later the task is still %s; want it CANCELED",
 					id, suite.Env().Config.Timeouts.Task, final))
 			}
-			if final == check.Completed && !contains(f.reads[id], check.Canceled) {
+			if final == check.Completed && !slices.Contains(f.reads[id], check.Canceled) {
 				// Cancellation is cooperative: the task may finish first (on
 				// a loaded machine, after both tries of cancelWhileWorking).
 				suite.Unverified("the task completed before the cancel took effect on every try; nothing was canceled to check",
@@ -124,15 +125,6 @@ var _ = Describe("Task cancellation", func() {
 
 func workThenComplete(ms int) []any {
 	return []any{map[string]any{"op": "work", "ms": ms}, map[string]any{"op": "complete", "summary": "worked"}}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // cancel asks to cancel a task; a 200 body's status joins the task's reads.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -195,7 +196,7 @@ func restartFailed(why, out string) {
 		msg += "; the restart command's output ends with: " + out
 	}
 	msg = suite.Env().Redactor.String(msg)
-	for _, id := range specReqs() {
+	for _, id := range suite.SpecReqs() {
 		AddReportEntry(evidence.EntryVerdict, evidence.Verdict{Req: id, Verdict: evidence.VerdictError, Message: msg}, ReportEntryVisibilityNever)
 	}
 	Fail(msg)
@@ -236,7 +237,7 @@ func (d *durability) recovered(ctx context.Context, t *kept) error {
 		return fmt.Errorf("%s: %s reads status %s after the restart, which is not a task status", resp, t.label, quote(after["status"]))
 	case check.Terminal(t.status) && now != t.status:
 		return fmt.Errorf("%s: %s was %s before the restart and is %s after it: a terminal state must not change", resp, t.label, t.status, now)
-	case check.Terminal(t.status), contains(recoveredAs, now):
+	case check.Terminal(t.status), slices.Contains(recoveredAs, now):
 		return nil
 	}
 	// INPUT_REQUIRED, AUTH_REQUIRED or COMPLETED: legal only as a move made

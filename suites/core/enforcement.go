@@ -97,12 +97,12 @@ func probeOperations(ctx context.Context, req, what string, status int, code str
 func probeOnce(ctx context.Context, op openapi.Operation, r client.Request) *client.Response {
 	GinkgoHelper()
 	if !op.Stream {
-		return suite.Do(ctx, r, specReqs()...)
+		return suite.Do(ctx, r, suite.SpecReqs()...)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s, err := suite.Client().Stream(sctx, r)
-	suite.Transport(err, specReqs()...)
+	suite.Transport(err, suite.SpecReqs()...)
 	s.Close()
 	return s.Response
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
-	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
@@ -114,7 +112,7 @@ type flow struct {
 // reason.
 func newFlow(ctx context.Context) *flow {
 	GinkgoHelper()
-	ws := workspaceFor(ctx, specReqs()[0])
+	ws := workspaceFor(ctx, suite.SpecReqs()[0])
 	se := created(ctx, client.Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}})
 	f := &flow{session: se, reads: map[string][]string{}}
 	f.watch, f.watchErr = watchSession(ctx, se)
@@ -135,18 +133,7 @@ func (f *flow) initial(id string) string {
 // suite could not observe them), never a failure.
 func roundTrip(ctx context.Context, req client.Request) *client.Response {
 	GinkgoHelper()
-	return suite.Do(ctx, req, specReqs()...)
-}
-
-// specReqs lists the requirement ids the current spec names.
-func specReqs() []string {
-	var ids []string
-	for _, l := range CurrentSpecReport().Labels() {
-		if id, ok := strings.CutPrefix(l, evidence.ReqLabelPrefix); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return suite.Do(ctx, req, suite.SpecReqs()...)
 }
 
 // created performs the spec's session create (a setup write) and returns

@@ -114,7 +114,7 @@ func verifyCursorExpired(ctx context.Context, path string) {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := suite.Client().Stream(sctx, client.Request{Path: path, Header: map[string][]string{"Last-Event-ID": {cursor}}})
-	suite.Transport(err, specReqs()...)
+	suite.Transport(err, suite.SpecReqs()...)
 	defer s.Close()
 	where := fmt.Sprintf("GET %s with Last-Event-ID %s", path, cursor)
 	switch resp := s.Response; {

@@ -141,7 +141,7 @@ func readStream(ctx context.Context, path, lastID string, done func(*stream) boo
 	sctx, cancel := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
 	defer cancel()
 	s, err := suite.Client().Stream(sctx, req)
-	suite.Transport(err, specReqs()...)
+	suite.Transport(err, suite.SpecReqs()...)
 	defer s.Close()
 	rd := &stream{resp: s.Response}
 	if err := check.EventStream(s.Response); err != nil {

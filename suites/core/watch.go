@@ -54,7 +54,7 @@ func watchSession(ctx context.Context, session string) (*watch, error) {
 	s, err := suite.Client().Stream(sctx, client.Request{Path: path, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		cancel()
-		suite.Transport(err, specReqs()...)
+		suite.Transport(err, suite.SpecReqs()...)
 	}
 	w := &watch{path: path, resp: s.Response, changed: make(chan struct{}, 1)}
 	if err := check.EventStream(s.Response); err != nil {

@@ -3,6 +3,7 @@ package extended
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -65,21 +66,12 @@ func personaFields(resp *client.Response, m map[string]any, want map[string]any)
 // sameValues lists the members of want whose value m does not have.
 func sameValues(m, want map[string]any) []string {
 	var errs []string
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if fmt.Sprint(m[k]) != fmt.Sprint(want[k]) {
 			errs = append(errs, fmt.Sprintf("%s = %v, want %v (as sent)", k, m[k], want[k]))
 		}
 	}
 	return errs
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 func xFindings(resp *client.Response, what string, errs []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,7 +70,7 @@ func exposures(doc any, canary string, allow func(vis string) bool) []string {
 			if s, ok := x["visibility"].(string); ok && x["type"] != nil {
 				vis = s
 			}
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				walk(x[k], path+"."+k, vis)
 			}
 		case []any:
@@ -368,7 +369,7 @@ var _ = Describe("Privacy and redaction", func() {
 		}
 		content, events, messages := sessionRecord(ctx, sess, st)
 		all := append(append(privDocs{}, content...), events...)
-		for _, name := range sortedStrings(secrets) {
+		for _, name := range slices.Sorted(maps.Keys(secrets)) {
 			suite.Check(reqPrivSecrets, all.judge(secrets[name], name, nowhere))
 		}
 		if canary != "" {
@@ -501,13 +502,4 @@ func privKinds(d privDocs) []string {
 		}
 	}
 	return out
-}
-
-func sortedStrings(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

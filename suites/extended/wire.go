@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -219,17 +220,8 @@ func judgeSpans(id string, evs []map[string]any) {
 		return
 	}
 	if len(bad) > 0 {
-		suite.Should(reqSpanTool, fmt.Errorf("task %s emits span and tool events for its tool call, but these spans share no correlation id (span_id, tool_call_id) with the tool events %v: %s", id, xKeys(calls), strings.Join(bad, "; ")))
+		suite.Should(reqSpanTool, fmt.Errorf("task %s emits span and tool events for its tool call, but these spans share no correlation id (span_id, tool_call_id) with the tool events %v: %s", id, slices.Sorted(maps.Keys(calls)), strings.Join(bad, "; ")))
 	}
-}
-
-func xKeys(m map[string]bool) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // ---- transports ----

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/jsonv"
 	oh "github.com/harn-conform/conform/internal/openharness"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -69,27 +70,9 @@ func base() map[string]any {
 
 // with returns a deep copy of env changed by f.
 func with(env map[string]any, f func(m map[string]any)) map[string]any {
-	c := deepCopy(env).(map[string]any)
+	c := jsonv.Copy(env).(map[string]any)
 	f(c)
 	return c
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopy(e)
-		}
-		return s
-	}
-	return v
 }
 
 // path returns the object at a path of member names, creating it.

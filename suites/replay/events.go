@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,7 +180,7 @@ func judgeMeta(src *source, rep *replayRun, mode string, applied map[string]bool
 				suite.Check("RPLY-META-006", fmt.Errorf("%s: the event of the overridden dependency %s has replay.override_key %s, want %q", at, pk, jsonOf(ok2), pk))
 			}
 		case ok2 != nil && ok2 != "":
-			suite.Check("RPLY-META-006", fmt.Errorf("%s: replay.override_key = %s, but no override of the request produced it (applied: %v)", at, jsonOf(ok2), keysOf(applied)))
+			suite.Check("RPLY-META-006", fmt.Errorf("%s: replay.override_key = %s, but no override of the request produced it (applied: %v)", at, jsonOf(ok2), slices.Sorted(maps.Keys(applied))))
 		}
 		if ok && pos >= 0 {
 			if pos <= last {
@@ -188,16 +190,8 @@ func judgeMeta(src *source, rep *replayRun, mode string, applied map[string]bool
 		}
 	}
 	if len(applied) > 0 && !sawKey {
-		suite.NothingToCheck("RPLY-META-006", fmt.Sprintf("no replayed event of task %s carries the payload.override_key of an applied override (%v)", rep.id, keysOf(applied)), remedyFxKeys)
+		suite.NothingToCheck("RPLY-META-006", fmt.Sprintf("no replayed event of task %s carries the payload.override_key of an applied override (%v)", rep.id, slices.Sorted(maps.Keys(applied))), remedyFxKeys)
 	}
-}
-
-func keysOf(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // sseEvents reads the Events an SSE stream delivers until it has want of

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -335,9 +336,9 @@ var _ = Describe("Replay overrides and failures", func() {
 		needReplay()
 		d := theDeps(ctx)
 		again := submitSource(ctx, "", depSteps(), "conform replay: a source with recorded dependencies, again")
-		a, b := keysOf(boolSet(d.src.keys)), keysOf(boolSet(again.keys))
-		if jsonOf(sorted(a)) != jsonOf(sorted(b)) {
-			suite.Should("RPLY-OVERRIDE-002", fmt.Errorf("two runs of the same source scenario recorded different override keys: %v (task %s) vs %v (task %s)", sorted(a), d.src.id, sorted(b), again.id))
+		a, b := slices.Sorted(maps.Keys(d.src.keys)), slices.Sorted(maps.Keys(again.keys))
+		if jsonOf(a) != jsonOf(b) {
+			suite.Should("RPLY-OVERRIDE-002", fmt.Errorf("two runs of the same source scenario recorded different override keys: %v (task %s) vs %v (task %s)", a, d.src.id, b, again.id))
 		}
 		forms := []struct {
 			kind, member, value string
@@ -461,18 +462,4 @@ func named(r *replayRun, src, member, id string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %s with error.param %q and error.details %s: want the unknown dependency named (details {kind, id} or param %q)", where, r.resp, e.Param, jsonOf(e.Details), member)
-}
-
-func boolSet(m map[string]string) map[string]bool {
-	out := map[string]bool{}
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
-
-func sorted(ss []string) []string {
-	out := slices.Clone(ss)
-	slices.Sort(out)
-	return out
 }

@@ -5,31 +5,24 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
+	"github.com/harn-conform/conform/internal/genfiles"
 	"github.com/harn-conform/conform/internal/requirements"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
-	}
-}
+func main() { genfiles.Main(".", build) }
 
-func run() error {
+func build() (map[string][]byte, error) {
 	m, err := requirements.YAMLFiles()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reg, err := requirements.Parse(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := reg.Generate()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile("registry.json", b, 0o644)
+	return map[string][]byte{"registry.json": b}, nil
 }
