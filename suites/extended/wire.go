@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -273,75 +271,37 @@ func localPath(u string) string {
 	return ""
 }
 
-// feed is an open SSE stream's events, read into a channel until the spec
-// ends, and why the stream ended if it did.
-type feed struct {
-	evs  <-chan check.Event
-	mu   sync.Mutex
-	end  error // why reading stopped; set before evs closes
-	path string
-}
-
-// openStream opens an SSE stream and reads its events into a feed until
-// the spec ends.
-func openStream(ctx context.Context, path, req string) (*client.Stream, *feed) {
+// openStream opens an SSE stream, closed when the spec ends.
+func openStream(ctx context.Context, path, req string) *client.Stream {
 	GinkgoHelper()
-	sctx, cancel := context.WithCancel(ctx)
-	s, err := suite.Client().Stream(sctx, client.Request{Path: path})
+	s, err := suite.Client().Stream(ctx, client.Request{Path: path})
 	if err != nil {
-		cancel()
 		suite.Transport(err, req)
 	}
-	out := make(chan check.Event, 256)
-	f := &feed{evs: out, path: path}
-	done := make(chan struct{})
-	DeferCleanup(func() { cancel(); s.Close(); <-done })
-	go func() {
-		defer close(done)
-		defer close(out)
-		for {
-			fr, err := s.NextEvent(sctx)
-			if err != nil {
-				// The reader of the feed reports it (awaitFrame's why):
-				// this goroutine may outlive the spec. Frames that are no
-				// event are Core's to judge (CORE-SSE-*).
-				f.mu.Lock()
-				f.end = err
-				f.mu.Unlock()
-				return
-			}
-			if e, err := check.FrameEvent(path, fr); err == nil {
-				select {
-				case out <- e:
-				case <-sctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return s, f
+	DeferCleanup(s.Close)
+	return s
 }
 
-// awaitFrame reads f until an event satisfies want, or says why none
-// came: --stream-timeout passed, or the stream ended (and how).
-func awaitFrame(ctx context.Context, f *feed, want func(check.Event) bool) (check.Event, string) {
-	t := time.NewTimer(suite.Env().Config.Timeouts.Stream)
-	defer t.Stop()
+// awaitEvent reads f (the feed of path) until an Event satisfies want, or
+// says why none came: --stream-timeout passed, or the feed ended (and
+// how). Units that are no Event are passed over: they are Core's to judge
+// (CORE-SSE-*).
+func awaitEvent(ctx context.Context, f client.Feed, path string, want func(check.Event) bool) (check.Event, string) {
+	wctx, cancel := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
+	defer cancel()
 	for {
-		select {
-		case e, ok := <-f.evs:
-			if !ok {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return check.Event{}, fmt.Sprintf("the stream %s ended first (%v)", f.path, f.end)
-			}
-			if want(e) {
-				return e, ""
-			}
-		case <-t.C:
-			return check.Event{}, fmt.Sprintf("none came on %s within --stream-timeout", f.path)
-		case <-ctx.Done():
-			return check.Event{}, fmt.Sprintf("the spec ended while waiting on %s", f.path)
+		fe, err := f.ReadEvent(wctx)
+		var we *client.WaitError
+		switch {
+		case errors.As(err, &we) && !we.Timeout():
+			return check.Event{}, fmt.Sprintf("the stream %s ended first (%v)", path, we.Ended)
+		case err != nil && ctx.Err() != nil:
+			return check.Event{}, fmt.Sprintf("the spec ended while waiting on %s", path)
+		case err != nil:
+			return check.Event{}, fmt.Sprintf("none came on %s within --stream-timeout", path)
+		}
+		if e, err := check.FeedEvent(path, fe); err == nil && want(e) {
+			return e, ""
 		}
 	}
 }
@@ -413,7 +373,7 @@ var _ = Describe("Transports", func() {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		id := xSubmit(ctx, sess, nil, xStep("input_required", "prompt", "conform stream"), xStep("auth_required", "reason", "conform stream"), xStep("work", "ms", 600000))
 		path := "/v1/tasks/" + client.Seg(id) + "/stream"
-		s, evs := openStream(ctx, path, reqSSEOneWay)
+		s := openStream(ctx, path, reqSSEOneWay)
 		if err := check.EventStream(s.Response); err != nil {
 			xPrereq("opening the task's SSE stream (GET /v1/tasks/{id}/stream)", s.Response, "CORE-SSE-001")
 		}
@@ -438,11 +398,11 @@ var _ = Describe("Transports", func() {
 		}
 		for _, st := range steps {
 			if st.wait != "" {
-				if _, why := awaitFrame(ctx, evs, kindIs(st.wait)); why != "" {
+				if _, why := awaitEvent(ctx, s, path, kindIs(st.wait)); why != "" {
 					suite.Unverified(fmt.Sprintf("no %s event: %s; so %s cannot be sent while the task waits", st.wait, why, st.what),
 						"stream a task's state events live (CORE-SSE-001) and run the scenario steps as docs/scenarios.md says")
 				}
-			} else if _, why := awaitFrame(ctx, evs, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); why != "" {
+			} else if _, why := awaitEvent(ctx, s, path, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); why != "" {
 				suite.Unverified(fmt.Sprintf("no return to WORKING after the approval: %s", why), "stream a task's state events live (CORE-SSE-001)")
 			}
 			resp := st.send()
@@ -450,7 +410,7 @@ var _ = Describe("Transports", func() {
 				suite.Check(reqSSEOneWay, fmt.Errorf("%s sent over REST while the task's SSE stream is open: %s%s, want it accepted (SSE carries no client input; REST must)", st.what, resp, xHint(resp)))
 				return
 			}
-			if _, why := awaitFrame(ctx, evs, kindIs(st.effect...)); why != "" {
+			if _, why := awaitEvent(ctx, s, path, kindIs(st.effect...)); why != "" {
 				suite.Check(reqSSEOneWay, fmt.Errorf("%s was accepted (%s), but the open stream showed no %v: %s", st.what, resp, st.effect, why))
 				return
 			}
@@ -490,10 +450,10 @@ func sseWorks(ctx context.Context, path string) error {
 // wants the upgrade accepted and the session opened with a ready frame.
 func upgrades(ctx context.Context, path string) error {
 	GinkgoHelper()
-	s, resp, err := suite.Client().OpenWS(ctx, client.Request{Path: path})
+	s, resp, err := suite.Client().OpenWS(ctx, client.WSDial{Path: path})
 	if s != nil {
 		suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
-		if _, err := wsReady(ctx, s, ""); err != nil {
+		if _, err := wsReady(ctx, s); err != nil {
 			return fmt.Errorf("the advertised websocket transport: GET %s was upgraded, but %v", path, err)
 		}
 		s.Close()
