@@ -56,20 +56,6 @@ type pFeed struct {
 	left      string           // why it is left out without a failure (not advertised…)
 }
 
-// parOpener is a stream transport parity observes a run through: the
-// capability that advertises it, how its views are named, and how its feed
-// of a stream path is opened (the feed, or why there is none: broken or
-// left out, in the pFeed). A new transport is one more entry.
-type parOpener struct {
-	transport, label string
-	open             func(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed
-}
-
-var parOpeners = []parOpener{
-	{client.TransportSSE, "SSE", parOpenSSE},
-	{client.TransportWebSocket, "WebSocket", parOpenWS},
-}
-
 // parView is what one feed delivered of a run: its Events, read as they
 // come until the spec ends, why the feed ended (nil while open), and a
 // wait for the next change.
@@ -199,15 +185,9 @@ func parOpenSSE(ctx context.Context, _ *parityRun, path string, f *pFeed) client
 
 // parOpenWS opens a harn-ws.v1 session on path; the run sends its
 // commands over the session streams' sessions. A refused upgrade is a
-// broken feed; a session the suite may not open (plain ws:// to a remote
-// host) is left out with the reason.
+// broken feed.
 func parOpenWS(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed {
 	GinkgoHelper()
-	if why := plainRemote(wsBaseURL()); why != "" {
-		// The connection's scheme is EXT-WS-002's to judge.
-		f.left = "the suite sends no credential over it: " + why
-		return nil
-	}
 	if err := wsSilent(); err != nil {
 		f.broken = fmt.Errorf("the advertised websocket transport: not opened on %s: %w", path, err)
 		return nil
@@ -231,19 +211,25 @@ func parOpenWS(ctx context.Context, r *parityRun, path string, f *pFeed) client.
 	return s
 }
 
-// parOpen opens every advertised transport's feed of a stream path.
+// parOpen opens every advertised transport's feed of a stream path (a
+// transport the suite may not open is left out with the reason).
 func (r *parityRun) parOpen(ctx context.Context, path string, session bool, caps map[string]bool) {
 	GinkgoHelper()
-	for _, o := range parOpeners {
-		if !caps[o.transport] {
+	for _, t := range streamTransports {
+		if !caps[t.name] {
 			if session {
-				r.notes = append(r.notes, o.transport+": not advertised (discovery capabilities, agent card), left out")
+				r.notes = append(r.notes, t.name+": not advertised (discovery capabilities, agent card), left out")
 			}
 			continue
 		}
-		f := &pFeed{transport: o.transport, name: o.label + " GET " + path, session: session}
-		if fd := o.open(ctx, r, path, f); fd != nil {
-			f.src = parRead(ctx, fd)
+		f := &pFeed{transport: t.name, name: t.label + " GET " + path, session: session}
+		if t.blocked != nil {
+			f.left = t.blocked()
+		}
+		if f.left == "" {
+			if fd := t.open(ctx, r, path, f); fd != nil {
+				f.src = parRead(ctx, fd)
+			}
 		}
 		r.add(f)
 	}
@@ -625,7 +611,7 @@ func (r *parityRun) commandShown(what, via string, evs []map[string]any, kind, m
 func parTransports(ctx context.Context) map[string]bool {
 	GinkgoHelper()
 	caps, _ := advertised(ctx)
-	if !slices.ContainsFunc(parOpeners, func(o parOpener) bool { return caps[o.transport] }) {
+	if !slices.ContainsFunc(streamTransports, func(t streamTransport) bool { return caps[t.name] }) {
 		suite.Unverified("the target advertises neither sse nor websocket (discovery capabilities, agent card harn_interfaces): a run can be observed over REST only, so there is nothing to compare", remedyTwoTransports)
 	}
 	return caps

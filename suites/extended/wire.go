@@ -16,6 +16,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // Events (EXT-EVENT-001..003), transports (EXT-TRANSPORT-002, -003; REST
@@ -232,12 +233,48 @@ func xKeys(m map[string]bool) []string {
 
 // ---- transports ----
 
+// streamTransport is a transport that pushes a Session's or Task's Events
+// beside REST, as the transport specs use it: EXT-TRANSPORT-002 opens each
+// one advertised (works), parity observes a run through each
+// (EXT-TRANSPORT-004, open: its client.Feed). The specs of the transport's
+// own profile are files of their own (the core suite's streaming.go,
+// websocket*.go here).
+type streamTransport struct {
+	name  string // the capability and card transport that advertise it (client.Transport*)
+	label string // how a view names it: "SSE GET /v1/tasks/t1/stream"
+	// blocked says why the suite may not open it on this target ("" when
+	// it may); nil when nothing can.
+	blocked func() string
+	// works opens path and wants it to deliver (EXT-TRANSPORT-002).
+	works func(ctx context.Context, path string) error
+	// open opens a feed of path for a parity run, or says in f why there
+	// is none (broken, or left out).
+	open func(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed
+}
+
+// streamTransports are the stream transports, in the order the specs
+// judge them. A new transport is one more entry (docs/architecture.md,
+// "Recipe: a new transport").
+var streamTransports = []streamTransport{
+	{name: client.TransportSSE, label: "SSE", works: sseWorks, open: parOpenSSE},
+	{name: client.TransportWebSocket, label: "WebSocket", blocked: wsBlocked, works: upgrades, open: parOpenWS},
+}
+
+// transportNames are "rest" and the stream transports' names.
+func transportNames() []string {
+	names := []string{"rest"}
+	for _, t := range streamTransports {
+		names = append(names, t.name)
+	}
+	return names
+}
+
 // advertised lists the transports the target advertises: discovery's
 // capabilities, and the agent card's harn_interfaces (with their URLs).
 func advertised(ctx context.Context) (map[string]bool, map[string][]string) {
 	GinkgoHelper()
 	caps := map[string]bool{}
-	for _, t := range []string{"rest", "sse", "websocket"} {
+	for _, t := range transportNames() {
 		if v, _ := suite.Env().Discovery.Capabilities[t].(bool); v {
 			caps[t] = true
 		}
@@ -261,7 +298,7 @@ func advertised(ctx context.Context) (map[string]bool, map[string][]string) {
 // request path; "" when it points elsewhere.
 func localPath(u string) string {
 	base := suite.Client().Options().BaseURL
-	for _, b := range []string{base, "ws" + strings.TrimPrefix(base, "http")} {
+	for _, b := range []string{base, ws.URL(base)} {
 		if rest, ok := strings.CutPrefix(u, strings.TrimRight(b, "/")); ok && strings.HasPrefix(rest, "/") {
 			if p, _, _ := strings.Cut(rest, "?"); p != "" {
 				return p
@@ -322,43 +359,36 @@ var _ = Describe("Transports", func() {
 				suite.Check(reqAdvertised, err)
 			}
 		}
-		if caps["sse"] || caps["websocket"] {
+		if slices.ContainsFunc(streamTransports, func(t streamTransport) bool { return caps[t.name] }) {
 			sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 			task := xSubmit(ctx, sess, nil)
-			if caps["sse"] {
+			for _, t := range streamTransports {
+				if !caps[t.name] {
+					continue
+				}
 				paths := []string{"/v1/tasks/" + client.Seg(task) + "/stream"}
-				for _, u := range urls["sse"] {
+				for _, u := range urls[t.name] {
 					if p := localPath(u); p != "" && !slices.Contains(paths, p) {
 						paths = append(paths, p)
 					} else if p == "" {
-						suite.Note(fmt.Sprintf("%s: the card's sse interface %q is not under the target's base URL; it is not opened", reqAdvertised, u))
+						suite.Note(fmt.Sprintf("%s: the card's %s interface %q is not under the target's base URL; it is not opened", reqAdvertised, t.name, u))
+					}
+				}
+				if t.blocked != nil {
+					if why := t.blocked(); why != "" {
+						// The scheme is the transport's own requirement to judge.
+						suite.Note(fmt.Sprintf("%s: the %s transport is not opened: %s", reqAdvertised, t.name, why))
+						continue
 					}
 				}
 				for _, p := range paths {
 					judged++
-					suite.Check(reqAdvertised, sseWorks(ctx, p))
-				}
-			}
-			if caps["websocket"] {
-				paths := []string{"/v1/tasks/" + client.Seg(task) + "/stream"}
-				for _, u := range urls["websocket"] {
-					if p := localPath(u); p != "" && !slices.Contains(paths, p) {
-						paths = append(paths, p)
-					}
-				}
-				if why := plainRemote(wsBaseURL()); why != "" {
-					// No credential over plain ws:// elsewhere (EXT-WS-002 judges the URL).
-					suite.Note(fmt.Sprintf("%s: the websocket transport is not opened: %s", reqAdvertised, why))
-				} else {
-					for _, p := range paths {
-						judged++
-						suite.Check(reqAdvertised, upgrades(ctx, p))
-					}
+					suite.Check(reqAdvertised, t.works(ctx, p))
 				}
 			}
 		}
 		for t := range caps {
-			if t != "rest" && t != "sse" && t != "websocket" {
+			if !slices.Contains(transportNames(), t) {
 				suite.Note(fmt.Sprintf("%s: the card advertises a %q interface, another protocol's transport that this suite does not check", reqAdvertised, t))
 			}
 		}

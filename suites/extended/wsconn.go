@@ -76,6 +76,16 @@ func plainRemote(raw string) string { return ws.PlainRemote(raw, suite.Env().Con
 // wsBaseURL is the URL the suite's WebSocket connections use.
 func wsBaseURL() string { return ws.URL(strings.TrimRight(suite.Client().Options().BaseURL, "/")) }
 
+// wsBlocked says why the suite may not open a WebSocket on the target
+// ("" when it may): no credential travels over plain ws:// to a host
+// other than loopback (the scheme is EXT-WS-002's to judge).
+func wsBlocked() string {
+	if why := plainRemote(wsBaseURL()); why != "" {
+		return "the suite sends no credential over it: " + why
+	}
+	return ""
+}
+
 // wsAllowed ends the spec unverified when the suite may not send a
 // credential over the target's WebSocket URL (section 1.1): the
 // connection itself is EXT-WS-002's to judge.
