@@ -95,7 +95,7 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 		// nothing: not waited on again.
 		return fmt.Errorf("%s: no frame, not waited for (%v); want %s", what, err, r.want())
 	}
-	end := &client.WaitError{Path: s.Path, Waited: wait}
+	end := &client.WaitError{Transport: client.TransportWebSocket, Path: s.Path, Waited: wait}
 	if _, err := s.Await(ctx, wait, after, forbidden); err != nil {
 		var we *client.WaitError
 		if errors.As(err, &we) {
