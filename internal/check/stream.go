@@ -56,6 +56,26 @@ func FrameEvent(where string, f sse.Frame) (Event, error) {
 	return e, nil
 }
 
+// FeedEvent is FrameEvent for any transport's feed (client.Feed): the
+// unit's Event, which must be the one its framing names (same id when the
+// framing gives one, same kind when it names one).
+func FeedEvent(where string, fe client.FeedEvent) (Event, error) {
+	if fe.Problem != nil {
+		return Event{}, fmt.Errorf("%s: not an Event: %v (data %q)", where, fe.Problem, snippet(fe.Data))
+	}
+	e, err := DecodeEvent(fe.Event)
+	if err != nil {
+		return e, fmt.Errorf("%s: not an Event: %v (data %q)", where, err, snippet(fe.Data))
+	}
+	if fe.ID != "" && fe.ID != e.ID {
+		return e, fmt.Errorf("%s: id %q carries event %q; want the id to be the event's id", where, fe.ID, e.ID)
+	}
+	if fe.Kind != "" && fe.Kind != e.Kind {
+		return e, fmt.Errorf("%s: event %q carries an event of kind %q; want the same kind", where, fe.Kind, e.Kind)
+	}
+	return e, nil
+}
+
 // FrameID is the event id a frame stands for: its id field, or else its
 // data's id (so one broken framing rule does not hide the stream's content).
 func FrameID(f sse.Frame) string {

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,6 +121,37 @@ func TestResumed(t *testing.T) {
 	} {
 		if err := Resumed("s", all, "b", tc.got); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Resumed(%v) = %v, want %q", tc.got, err, tc.want)
+		}
+	}
+}
+
+func TestFeedEvent(t *testing.T) {
+	ev := func(id, kind string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(evJSON(id, kind, 1)), &m); err != nil {
+			panic(err)
+		}
+		return m
+	}
+	if e, err := FeedEvent("s", client.FeedEvent{Event: ev("e1", "k"), ID: "e1", Kind: "k"}); err != nil || e.ID != "e1" || e.Kind != "k" {
+		t.Errorf("FeedEvent(good) = %+v, %v", e, err)
+	}
+	// A WebSocket event frame names no kind; an SSE block may name no id.
+	if _, err := FeedEvent("s", client.FeedEvent{Event: ev("e1", "k")}); err != nil {
+		t.Errorf("FeedEvent(no framing) = %v", err)
+	}
+	for _, tc := range []struct {
+		fe   client.FeedEvent
+		want string
+	}{
+		{client.FeedEvent{Problem: client.ErrServerError, Data: []byte(`{"error":{}}`)}, "not an Event: the server sent an error"},
+		{client.FeedEvent{Problem: errors.New("not a JSON object"), Data: []byte("nope")}, `not an Event: not a JSON object (data "nope")`},
+		{client.FeedEvent{Event: map[string]any{"id": "e1"}}, "not an Event: event e1: event is"},
+		{client.FeedEvent{Event: ev("e1", "k"), ID: "e2"}, `id "e2" carries event "e1"`},
+		{client.FeedEvent{Event: ev("e1", "k"), Kind: "other"}, `event "other" carries an event of kind "k"`},
+	} {
+		if _, err := FeedEvent("s", tc.fe); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FeedEvent(%+v) = %v, want %q", tc.fe, err, tc.want)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 // Package client is the checker's HTTP client for a target Harness: JSON
 // requests with the protocol's headers, bounded reads, per-request timeouts,
-// SSE streams read raw by internal/sse, WebSocket dials, and a transcript of
-// every exchange with credentials and configured secrets redacted.
+// SSE streams read raw by internal/sse, harn-ws.v1 sessions over
+// internal/ws, and a transcript of every exchange with credentials and
+// configured secrets redacted. The streams and sessions are Feeds
+// (feed.go): the one seam a transport-neutral spec reads Events through.
 package client
 
 import (
@@ -114,7 +116,7 @@ func (c *Client) WithRecorder(r *Recorder) *Client {
 // Traffic is one exchange as an Observer sees it: what the suite sent and
 // what came back, before any check looked at it.
 type Traffic struct {
-	// Kind is "http" (Do), "sse" (Stream), "websocket" (an upgrade: DialWS,
+	// Kind is "http" (Do), "sse" (Stream), "websocket" (an upgrade:
 	// OpenWS) or KindWSFrame (the data of one received WebSocket frame).
 	Kind   string
 	Method string

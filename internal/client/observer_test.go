@@ -160,13 +160,12 @@ func TestObserverSkipsTransportFailuresAndSeesRefusedUpgrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = c.WithObserver(obs.see).DialWS(context.Background(), Request{Path: "/v1/tasks/t/stream"})
-	var te *TransportError
-	if !errors.As(err, &te) {
-		t.Fatalf("DialWS to a 401 = %v, want a TransportError", err)
+	_, _, err = c.WithObserver(obs.see).OpenWS(context.Background(), WSDial{Path: "/v1/tasks/t/stream"})
+	if !errors.Is(err, ErrUpgradeRefused) {
+		t.Fatalf("OpenWS to a 401 = %v, want ErrUpgradeRefused", err)
 	}
 	ts := obs.all()
-	if len(ts) != 1 || ts[0].Kind != "websocket" || ts[0].Status != 401 || ts[0].Path != "/v1/tasks/t/stream" || ts[0].BodyRead() {
+	if len(ts) != 1 || ts[0].Kind != "websocket" || ts[0].Status != 401 || ts[0].Path != "/v1/tasks/t/stream" || !ts[0].BodyRead() {
 		t.Errorf("refused upgrade traffic = %+v", ts)
 	}
 }

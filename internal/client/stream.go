@@ -21,6 +21,7 @@ type Stream struct {
 	// answer it also carries the (bounded) body, and Next returns an error.
 	Response *Response
 
+	path   string
 	frames chan frameOrErr
 	cancel context.CancelFunc
 	body   io.Closer
@@ -72,7 +73,7 @@ func (c *Client) Stream(ctx context.Context, req Request) (*Stream, error) {
 	}
 	c.health.answered()
 	resp := &Response{Method: hr.Method, URL: hr.URL.String(), Status: hresp.StatusCode, Header: hresp.Header, Duration: time.Since(start)}
-	s := &Stream{Response: resp, cancel: cancel, body: hresp.Body, rec: c.rec, start: start, frames: make(chan frameOrErr, 64)}
+	s := &Stream{Response: resp, path: req.Path, cancel: cancel, body: hresp.Body, rec: c.rec, start: start, frames: make(chan frameOrErr, 64)}
 	if hresp.StatusCode != http.StatusOK || !IsEventStream(hresp.Header.Get("Content-Type")) {
 		// Not a stream we can read: keep a short, bounded sample of the body
 		// for the report. A 200 text/plain "stream" may never end, so the
@@ -164,6 +165,30 @@ func (s *Stream) NextEvent(ctx context.Context) (sse.Frame, error) {
 			return f, err
 		}
 	}
+}
+
+// ReadEvent is NextEvent as a Feed sees it: the next block with data,
+// decoded (a block of event `error` is the server's error in place of
+// events), or a *WaitError wrapping what Next returned.
+func (s *Stream) ReadEvent(ctx context.Context) (FeedEvent, error) {
+	f, err := s.NextEvent(ctx)
+	if err != nil {
+		we := &WaitError{Transport: TransportSSE, Path: s.path}
+		if !errors.Is(err, ErrStreamTimeout) {
+			we.Ended = err
+		}
+		return FeedEvent{}, we
+	}
+	fe := FeedEvent{Kind: f.Event, At: f.ArrivedAt, Data: []byte(f.Data)}
+	if f.HasID {
+		fe.ID = f.ID
+	}
+	if f.Event == "error" {
+		fe.Problem = ErrServerError
+		return fe, nil
+	}
+	fe.Event, fe.Problem = decodeObject(fe.Data)
+	return fe, nil
 }
 
 func nonEOF(err error) error {

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/harn-conform/conform/fixtures/schemas"
 	"github.com/harn-conform/conform/internal/ws"
@@ -34,15 +33,21 @@ import (
 // timeout, never a hang.
 //
 // Each server frame is decoded and judged against the profile's
-// server-to-client schema (WSFrame.Problems); what the judgement means is
-// the caller's to say. The Event of each event frame is shown to the
-// client's Observer (Traffic of KindWSFrame, Component "Event") as SSE
-// events are, so the OpenAPI oracle judges it.
+// server-to-client schema (ws.Judge, ws.Frame.Problems); what the
+// judgement means is the caller's to say. The Event of each event frame is
+// shown to the client's Observer (Traffic of KindWSFrame, Component
+// "Event") as SSE events are, so the OpenAPI oracle judges it.
+//
+// A session is also a Feed (ReadEvent): its event frames, and the
+// connection-level error frames, in order.
 type WSSession struct {
 	// Path is the protocol path the session was opened on.
 	Path string
 	// Response is the upgrade's answer (101): status and headers.
 	Response *Response
+	// AuthID is the id of the auth frame OpenWS sent (way ws.ByAuthFrame),
+	// "" when it sent none.
+	AuthID string
 
 	conn  *ws.Conn
 	c     *Client
@@ -51,7 +56,8 @@ type WSSession struct {
 	start time.Time
 
 	mu      sync.Mutex
-	frames  []WSFrame
+	frames  []ws.Frame
+	feedAt  int           // frames ReadEvent has looked at
 	changed chan struct{} // closed and replaced whenever frames or ended change
 	ended   error         // why reading stopped; nil while it goes on
 	pings   []time.Time   // when RFC 6455 Ping control frames came (at most maxSessionFrames)
@@ -61,49 +67,6 @@ type WSSession struct {
 	writeMu   sync.Mutex
 	pumpDone  chan struct{}
 	closeOnce sync.Once
-}
-
-// WSFrame is one data message the server sent.
-type WSFrame struct {
-	Seq    int       // 1 for the session's first server frame, and so on
-	At     time.Time // when it arrived
-	Binary bool      // a binary message (the profile allows text only)
-	Raw    []byte    // the message as received
-	// Obj is the message decoded as one JSON object (numbers as
-	// json.Number), nil when it is not one. A binary message holding one
-	// is decoded too, so that a check of what the frame says is not also
-	// failed by how it was framed.
-	Obj  map[string]any
-	Type string // Obj's "type" when a string
-	// Problems are the frame's departures from the profile: not a text
-	// message of one JSON object (reported alone, at the root), or what
-	// the server_frame schema finds.
-	Problems []schemas.Problem
-}
-
-// Str is a string member of the frame ("" when absent or not a string).
-func (f WSFrame) Str(k string) string { s, _ := f.Obj[k].(string); return s }
-
-// Member is a member of the frame as an object (nil when it is not one).
-func (f WSFrame) Member(k string) map[string]any { m, _ := f.Obj[k].(map[string]any); return m }
-
-// String names the frame for messages: `frame 3 (event evt_1)`.
-func (f WSFrame) String() string {
-	what := f.Type
-	switch {
-	case f.Obj == nil:
-		what = "not a JSON object"
-	case f.Type == "event":
-		what += " " + f.Str("event_id")
-	case f.Type == "result" || f.Type == "error" || f.Type == "pong":
-		what += " in reply to " + f.Str("in_reply_to")
-	case strings.HasSuffix(f.Type, "_request"):
-		what += " " + f.Str("request_id")
-	}
-	if f.Binary {
-		what = "binary, " + what
-	}
-	return fmt.Sprintf("frame %d (%s)", f.Seq, what)
 }
 
 // Frame directions in the transcript.
@@ -120,37 +83,86 @@ const maxWSFrame = 4 << 20
 // floods past it has its connection closed, and the session says why.
 const maxSessionFrames = 10000
 
-var (
-	wsSchemaOnce sync.Once
-	wsSchema     *jsonschema.Schema
-	wsSchemaErr  error
-)
-
-func serverFrameSchema() (*jsonschema.Schema, error) {
-	wsSchemaOnce.Do(func() { wsSchema, wsSchemaErr = schemas.CompileWSFrame(schemas.ServerToClient) })
-	return wsSchema, wsSchemaErr
-}
-
 // ErrUpgradeRefused is wrapped by OpenWS's error when the server answered
 // the upgrade with anything but 101 Switching Protocols; the Response then
 // carries its status, headers and at most the first 1 KiB of its body.
 var ErrUpgradeRefused = errors.New("WebSocket upgrade refused")
 
-// OpenWS upgrades req.Path to a WebSocket offering the harn-ws.v1
-// subprotocol, with the configured credential and version headers unless
-// req says otherwise (NoAuth and NoVersion give a browser's upgrade, which
-// then authenticates with an auth frame; Header carries Last-Event-ID). The
-// context bounds the handshake only; the session lives until Close.
+// WSDial says how to open a harn-ws.v1 session (docs/websocket.md
+// section 1.3).
+type WSDial struct {
+	Path string
+	Way  ws.Way
+	// Cursor resumes on connect: Last-Event-ID (ws.ByHeaders) or the auth
+	// frame's last_event_id (ws.ByAuthFrame).
+	Cursor string
+	// Authorization is the credential sent ("" = the configured key);
+	// NoAuth sends none (ws.ByHeaders: no header; ws.ByAuthFrame: no auth
+	// frame, the caller sends the first frame itself).
+	Authorization string
+	NoAuth        bool
+	// Version is the protocol version sent ("" = the configured one).
+	Version string
+	// Probe marks an upgrade that is a deliberate negative probe, with why
+	// (Request.Probe). A browser's upgrade is marked as one by default.
+	Probe string
+}
+
+// request is the upgrade request of d.
+func (d WSDial) request() Request {
+	req := Request{Path: d.Path, Probe: d.Probe}
+	if d.Way == ws.ByAuthFrame {
+		// A browser's upgrade: neither header (the credential and the
+		// version travel in the auth frame).
+		req.NoAuth, req.NoVersion = true, true
+		if d.Probe == "" {
+			req.Probe = "a browser's WebSocket upgrade: the credential and version travel in the auth frame (docs/websocket.md section 1.3)"
+		}
+		return req
+	}
+	req.NoAuth, req.Authorization, req.Version = d.NoAuth, d.Authorization, d.Version
+	if d.Cursor != "" {
+		req.Header = http.Header{"Last-Event-ID": {d.Cursor}}
+	}
+	return req
+}
+
+// OpenWS upgrades d.Path to a WebSocket offering the harn-ws.v1
+// subprotocol and authenticates the way d says: with the credential and
+// version headers on the upgrade, or with a browser's upgrade and then an
+// auth frame (sent here unless d.NoAuth; AuthID names it). The context
+// bounds the handshake and the auth frame only; the session lives until
+// Close.
 //
 // The error is a *TransportError when no HTTP answer came, and wraps
 // ErrUpgradeRefused when the answer was not 101 (the Response says what it
-// was). Either way the exchange is in the transcript.
-func (c *Client) OpenWS(ctx context.Context, req Request) (*WSSession, *Response, error) {
+// was). Either way the exchange is in the transcript. When the auth frame
+// could not be sent, the session is returned with the error.
+func (c *Client) OpenWS(ctx context.Context, d WSDial) (*WSSession, *Response, error) {
+	s, resp, err := c.upgradeWS(ctx, d.request())
+	if err != nil || d.Way != ws.ByAuthFrame || d.NoAuth {
+		return s, resp, err
+	}
+	s.AuthID = s.NewID()
+	auth := d.Authorization
+	if auth == "" {
+		auth = "Bearer " + c.opts.APIKey
+	}
+	version := d.Version
+	if version == "" {
+		version = c.opts.ProtocolVersion
+	}
+	return s, resp, s.Send(ctx, ws.AuthFrame(s.AuthID, auth, version, d.Cursor))
+}
+
+// upgradeWS performs the upgrade of req, offering the harn-ws.v1
+// subprotocol.
+func (c *Client) upgradeWS(ctx context.Context, req Request) (*WSSession, *Response, error) {
 	hr, _, err := c.build(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	u := "ws" + strings.TrimPrefix(c.URL(req), "http")
+	u := ws.URL(c.URL(req))
 	h := hr.Header.Clone()
 	h.Del("Accept")
 	h.Del("Content-Type")
@@ -220,7 +232,6 @@ func (s *WSSession) broadcast() {
 // pump reads every message until the connection ends.
 func (s *WSSession) pump() {
 	defer close(s.pumpDone)
-	sch, schErr := serverFrameSchema()
 	red := s.c.Redactor()
 	for {
 		m, err := s.conn.Next(context.Background())
@@ -232,22 +243,7 @@ func (s *WSSession) pump() {
 			s.rec.finish(s.ex, endError(err), time.Since(s.start))
 			return
 		}
-		f := WSFrame{At: m.ArrivedAt, Binary: m.Type == websocket.MessageBinary, Raw: m.Data}
-		inst, p := schemas.DecodeFrame(false, m.Data)
-		if obj, ok := inst.(map[string]any); ok {
-			f.Obj = obj
-			f.Type, _ = obj["type"].(string)
-		}
-		switch {
-		case f.Binary:
-			f.Problems = []schemas.Problem{{Message: "binary message: the profile carries text frames only (close 1003)"}}
-		case p != nil:
-			f.Problems = []schemas.Problem{*p}
-		case schErr != nil:
-			f.Problems = []schemas.Problem{{Message: "the suite could not compile the frame schema: " + schErr.Error()}}
-		default:
-			f.Problems = schemas.Problems(sch, inst)
-		}
+		f := ws.Judge(m)
 		s.rec.addWSFrame(s.ex, WSReceived+describeData(red, f.Binary, m.Data))
 		s.mu.Lock()
 		if len(s.frames) >= maxSessionFrames {
@@ -263,14 +259,14 @@ func (s *WSSession) pump() {
 		s.frames = append(s.frames, f)
 		s.broadcast()
 		s.mu.Unlock()
-		if f.Type == "event" {
+		if f.Type == ws.TypeEvent {
 			s.observeEvent(f)
 		}
-		if id, ok := f.Obj["id"].(string); ok && f.Type == "ping" {
+		if id, ok := f.Obj["id"].(string); ok && f.Type == ws.TypePing {
 			// The client answers every ping (section 7); a write that fails
 			// shows as the connection's end.
 			ctx, cancel := context.WithTimeout(context.Background(), s.c.opts.Timeout)
-			_ = s.Send(ctx, map[string]any{"type": "pong", "in_reply_to": id})
+			_ = s.Send(ctx, map[string]any{"type": ws.TypePong, "in_reply_to": id})
 			cancel()
 		}
 	}
@@ -286,7 +282,7 @@ func endError(err error) error {
 }
 
 // observeEvent shows the Event of an event frame to the observer.
-func (s *WSSession) observeEvent(f WSFrame) {
+func (s *WSSession) observeEvent(f ws.Frame) {
 	if s.c.obs == nil {
 		return
 	}
@@ -387,10 +383,10 @@ func (s *WSSession) Len() int {
 }
 
 // Frames returns every server frame so far, in order.
-func (s *WSSession) Frames() []WSFrame {
+func (s *WSSession) Frames() []ws.Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]WSFrame(nil), s.frames...)
+	return append([]ws.Frame(nil), s.frames...)
 }
 
 // ControlPings says when the server sent RFC 6455 Ping control frames.
@@ -400,37 +396,69 @@ func (s *WSSession) ControlPings() []time.Time {
 	return append([]time.Time(nil), s.pings...)
 }
 
-// WSWaitError says why Await found no frame: the wait ran out, or the
-// connection ended first (and how: the server's close code, if one came).
-type WSWaitError struct {
-	Path   string
-	Waited time.Duration
-	// Ended is why the connection ended (nil: it is still open).
-	Ended error
-	// Code and Reason are the server's close frame, when Closed.
-	Code   websocket.StatusCode
-	Reason string
-	Closed bool
+// waitError says why a wait of d found nothing: ended, or (nil) it ran out.
+func (s *WSSession) waitError(d time.Duration, ended error) *WaitError {
+	e := &WaitError{Transport: TransportWebSocket, Path: s.Path, Waited: d, Ended: ended}
+	if ended != nil {
+		e.Code, e.Reason, e.Closed = s.CloseStatus()
+	}
+	return e
 }
 
-func (e *WSWaitError) Error() string {
-	if e.Ended == nil {
-		return fmt.Sprintf("none came on the WebSocket %s within %s", e.Path, e.Waited)
+// ReadEvent is the session as a Feed: the next event frame after the last
+// one it returned, as a FeedEvent (event_id its ID), or a connection-level
+// error frame (one that answers no command the suite sent: the server
+// follows it with a close) as ErrServerError. An event frame whose event
+// is not an object carries no Event to show and is passed over: the frame
+// schema judges it wherever it is read (EXT-WS-007). When ctx ends first,
+// or the connection ended and every frame was looked at, the error is a
+// *WaitError. Await and the other waits keep positions of their own.
+func (s *WSSession) ReadEvent(ctx context.Context) (FeedEvent, error) {
+	for {
+		s.mu.Lock()
+		for s.feedAt < len(s.frames) {
+			f := s.frames[s.feedAt]
+			s.feedAt++
+			if fe, ok := s.feedEvent(f); ok {
+				s.mu.Unlock()
+				return fe, nil
+			}
+		}
+		ended, changed := s.ended, s.changed
+		s.mu.Unlock()
+		if ended != nil {
+			return FeedEvent{}, s.waitError(0, ended)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return FeedEvent{}, s.waitError(0, nil)
+		}
 	}
-	if e.Closed {
-		return fmt.Sprintf("the WebSocket %s was closed first, with code %d reason %q", e.Path, int(e.Code), e.Reason)
-	}
-	return fmt.Sprintf("the WebSocket %s ended first (%v)", e.Path, e.Ended)
 }
 
-// Timeout reports whether the wait ran out with the connection still open.
-func (e *WSWaitError) Timeout() bool { return e.Ended == nil }
+// feedEvent is what ReadEvent shows of f; s.mu is held.
+func (s *WSSession) feedEvent(f ws.Frame) (FeedEvent, bool) {
+	fe := FeedEvent{ID: f.Str("event_id"), At: f.At, Data: f.Raw}
+	switch f.Type {
+	case ws.TypeEvent:
+		fe.Event = f.Event()
+		return fe, fe.Event != nil
+	case ws.TypeError:
+		if slices.Contains(ws.CommandTypes, s.sent[f.Str("in_reply_to")]) {
+			return FeedEvent{}, false // a command's answer
+		}
+		fe.ID, fe.Problem = "", ErrServerError
+		return fe, true
+	}
+	return FeedEvent{}, false
+}
 
 // Await returns the first server frame after frame number after (0: from
 // the first) that satisfies want, waiting up to d. Frames before it are not
 // consumed: callers keep their own positions (a frame's Seq). The error is a
-// *WSWaitError, or ctx's when the caller gave up.
-func (s *WSSession) Await(ctx context.Context, d time.Duration, after int, want func(WSFrame) bool) (WSFrame, error) {
+// *WaitError, or ctx's when the caller gave up.
+func (s *WSSession) Await(ctx context.Context, d time.Duration, after int, want func(ws.Frame) bool) (ws.Frame, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	next := after
@@ -447,22 +475,21 @@ func (s *WSSession) Await(ctx context.Context, d time.Duration, after int, want 
 		ended, changed := s.ended, s.changed
 		s.mu.Unlock()
 		if ended != nil {
-			code, reason, closed := s.CloseStatus()
-			return WSFrame{}, &WSWaitError{Path: s.Path, Waited: d, Ended: ended, Code: code, Reason: reason, Closed: closed}
+			return ws.Frame{}, s.waitError(d, ended)
 		}
 		select {
 		case <-changed:
 		case <-t.C:
-			return WSFrame{}, &WSWaitError{Path: s.Path, Waited: d}
+			return ws.Frame{}, s.waitError(d, nil)
 		case <-ctx.Done():
-			return WSFrame{}, context.Cause(ctx)
+			return ws.Frame{}, context.Cause(ctx)
 		}
 	}
 }
 
 // AwaitEnd waits up to d for the connection to end and returns why
-// (a *WSWaitError whose Ended is nil when it is still open).
-func (s *WSSession) AwaitEnd(ctx context.Context, d time.Duration) *WSWaitError {
+// (a *WaitError whose Ended is nil when it is still open).
+func (s *WSSession) AwaitEnd(ctx context.Context, d time.Duration) *WaitError {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -470,15 +497,14 @@ func (s *WSSession) AwaitEnd(ctx context.Context, d time.Duration) *WSWaitError 
 		ended, changed := s.ended, s.changed
 		s.mu.Unlock()
 		if ended != nil {
-			code, reason, closed := s.CloseStatus()
-			return &WSWaitError{Path: s.Path, Waited: d, Ended: ended, Code: code, Reason: reason, Closed: closed}
+			return s.waitError(d, ended)
 		}
 		select {
 		case <-changed:
 		case <-t.C:
-			return &WSWaitError{Path: s.Path, Waited: d}
+			return s.waitError(d, nil)
 		case <-ctx.Done():
-			return &WSWaitError{Path: s.Path, Waited: d}
+			return s.waitError(d, nil)
 		}
 	}
 }
@@ -488,12 +514,12 @@ func (s *WSSession) AwaitEnd(ctx context.Context, d time.Duration) *WSWaitError 
 // first. It returns the ping frame (the zero frame for a control Ping) and
 // when the heartbeat came; ok is false when none came in time or the
 // connection ended first.
-func (s *WSSession) AwaitHeartbeat(ctx context.Context, d time.Duration, since time.Time) (f WSFrame, at time.Time, ok bool) {
+func (s *WSSession) AwaitHeartbeat(ctx context.Context, d time.Duration, since time.Time) (f ws.Frame, at time.Time, ok bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		var frame WSFrame
+		var frame ws.Frame
 		for _, fr := range s.frames {
 			if fr.Type == "ping" && fr.At.After(since) {
 				frame = fr
@@ -513,23 +539,23 @@ func (s *WSSession) AwaitHeartbeat(ctx context.Context, d time.Duration, since t
 		case frame.Seq > 0 && (ctl.IsZero() || !ctl.Before(frame.At)):
 			return frame, frame.At, true
 		case !ctl.IsZero():
-			return WSFrame{}, ctl, true
+			return ws.Frame{}, ctl, true
 		case ended != nil:
-			return WSFrame{}, time.Time{}, false
+			return ws.Frame{}, time.Time{}, false
 		}
 		select {
 		case <-changed:
 		case <-t.C:
-			return WSFrame{}, time.Time{}, false
+			return ws.Frame{}, time.Time{}, false
 		case <-ctx.Done():
-			return WSFrame{}, time.Time{}, false
+			return ws.Frame{}, time.Time{}, false
 		}
 	}
 }
 
 // Command sends frame (with an id of its own unless it has one) and waits
 // up to d for the result or error frame naming it in in_reply_to.
-func (s *WSSession) Command(ctx context.Context, d time.Duration, frame map[string]any) (WSFrame, error) {
+func (s *WSSession) Command(ctx context.Context, d time.Duration, frame map[string]any) (ws.Frame, error) {
 	id, _ := frame["id"].(string)
 	if id == "" {
 		id = s.NewID()
@@ -537,9 +563,9 @@ func (s *WSSession) Command(ctx context.Context, d time.Duration, frame map[stri
 	}
 	after := s.Len()
 	if err := s.Send(ctx, frame); err != nil {
-		return WSFrame{}, err
+		return ws.Frame{}, err
 	}
-	return s.Await(ctx, d, after, func(f WSFrame) bool {
+	return s.Await(ctx, d, after, func(f ws.Frame) bool {
 		return (f.Type == "result" || f.Type == "error") && f.Str("in_reply_to") == id
 	})
 }

@@ -17,12 +17,20 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/harn-conform/conform/internal/redact"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // wsServer serves harn-ws.v1 upgrades (with the configured key, or none
 // for a browser's upgrade) and runs handle on each connection; it refuses
 // anything else with 401 and an error envelope.
 func wsServer(t *testing.T, handle func(ctx context.Context, c *websocket.Conn)) *Client {
+	t.Helper()
+	return wsServerWithRequest(t, func(ctx context.Context, _ *http.Request, c *websocket.Conn) { handle(ctx, c) })
+}
+
+// wsServerWithRequest is wsServer whose handler also sees the upgrade
+// request.
+func wsServerWithRequest(t *testing.T, handle func(ctx context.Context, r *http.Request, c *websocket.Conn)) *Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := r.Header.Get("Authorization"); a != "" && a != "Bearer "+key {
@@ -40,7 +48,7 @@ func wsServer(t *testing.T, handle func(ctx context.Context, c *websocket.Conn))
 			c.Close(websocket.StatusPolicyViolation, "harn-ws.v1 not offered")
 			return
 		}
-		handle(r.Context(), c)
+		handle(r.Context(), r, c)
 	}))
 	t.Cleanup(srv.Close)
 	c, err := New(Options{BaseURL: srv.URL, APIKey: key, ProtocolVersion: "v-test", Timeout: 5 * time.Second, Redactor: redact.New(key)})
@@ -88,7 +96,7 @@ const eventFrame = `{"type":"event","event_id":"evt_1","replayed":true,"event":{
 
 func wait(t *testing.T, s *WSSession, n int) {
 	t.Helper()
-	if _, err := s.Await(context.Background(), 10*time.Second, n-1, func(WSFrame) bool { return true }); err != nil {
+	if _, err := s.Await(context.Background(), 10*time.Second, n-1, func(ws.Frame) bool { return true }); err != nil {
 		t.Fatalf("frame %d did not come: %v", n, err)
 	}
 }
@@ -114,7 +122,7 @@ func TestWSSessionRecordsRedactsAndJudges(t *testing.T) {
 	rec := NewRecorder()
 	cl := c.WithRecorder(rec).WithObserver(obs.see)
 	ctx := context.Background()
-	s, resp, err := cl.OpenWS(ctx, Request{Path: "/v1/sessions/s1/events/stream", NoAuth: true, NoVersion: true, Probe: "browser"})
+	s, resp, err := cl.OpenWS(ctx, WSDial{Path: "/v1/sessions/s1/events/stream", Way: ws.ByAuthFrame, NoAuth: true, Probe: "browser"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +151,10 @@ func TestWSSessionRecordsRedactsAndJudges(t *testing.T) {
 		t.Fatal("the server's ping was not answered")
 	}
 	// The close and its code.
-	_, err = s.Await(ctx, 10*time.Second, 7, func(WSFrame) bool { return true })
-	var we *WSWaitError
+	_, err = s.Await(ctx, 10*time.Second, 7, func(ws.Frame) bool { return true })
+	var we *WaitError
 	if !errors.As(err, &we) || !we.Closed || we.Code != 4401 || we.Reason != "unauthenticated" || we.Timeout() {
-		t.Fatalf("Await after the server's close = %v, want a WSWaitError naming close 4401", err)
+		t.Fatalf("Await after the server's close = %v, want a WaitError naming close 4401", err)
 	}
 
 	fs := s.Frames()
@@ -232,7 +240,7 @@ func TestWSSessionBoundsTheTranscript(t *testing.T) {
 		drain(ctx, ws)
 	})
 	rec := NewRecorder()
-	s, _, err := c.WithRecorder(rec).OpenWS(context.Background(), Request{Path: "/v1/tasks/t1/stream"})
+	s, _, err := c.WithRecorder(rec).OpenWS(context.Background(), WSDial{Path: "/v1/tasks/t1/stream"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +286,7 @@ func TestWSSessionAwaitAndCommand(t *testing.T) {
 		drain(ctx, ws)
 	})
 	ctx := context.Background()
-	s, _, err := c.OpenWS(ctx, Request{Path: "/v1/sessions/s1/events/stream"})
+	s, _, err := c.OpenWS(ctx, WSDial{Path: "/v1/sessions/s1/events/stream"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,12 +297,12 @@ func TestWSSessionAwaitAndCommand(t *testing.T) {
 		t.Fatalf("Command = %+v, %v; want the result in reply to c-1", f, err)
 	}
 	// Frames are not consumed: the event before the answer is still found.
-	if e, err := s.Await(ctx, time.Second, 1, func(f WSFrame) bool { return f.Type == "event" }); err != nil || e.Seq != 2 {
+	if e, err := s.Await(ctx, time.Second, 1, func(f ws.Frame) bool { return f.Type == "event" }); err != nil || e.Seq != 2 {
 		t.Errorf("Await for the event after frame 1 = %+v, %v", e, err)
 	}
 	// Nothing more comes: a deadline, not a hang, and the session stays open.
-	_, err = s.Await(ctx, 50*time.Millisecond, s.Len(), func(WSFrame) bool { return true })
-	var we *WSWaitError
+	_, err = s.Await(ctx, 50*time.Millisecond, s.Len(), func(ws.Frame) bool { return true })
+	var we *WaitError
 	if !errors.As(err, &we) || !we.Timeout() || !strings.Contains(err.Error(), "within 50ms") {
 		t.Errorf("Await on a silent server = %v, want a timeout", err)
 	}
@@ -304,7 +312,7 @@ func TestWSSessionAwaitAndCommand(t *testing.T) {
 	// The caller's context wins.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Await(cctx, time.Minute, s.Len(), func(WSFrame) bool { return true }); !errors.Is(err, context.Canceled) {
+	if _, err := s.Await(cctx, time.Minute, s.Len(), func(ws.Frame) bool { return true }); !errors.Is(err, context.Canceled) {
 		t.Errorf("Await with a canceled context = %v", err)
 	}
 }
@@ -325,7 +333,7 @@ func TestWSSessionHeartbeats(t *testing.T) {
 		write(ctx, ws, websocket.MessageText, `{"type":"ping","id":"s-1"}`)
 	})
 	ctx := context.Background()
-	s, _, err := c.OpenWS(ctx, Request{Path: "/v1/sessions/s1/events/stream"})
+	s, _, err := c.OpenWS(ctx, WSDial{Path: "/v1/sessions/s1/events/stream"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +364,7 @@ func TestOpenWSRefused(t *testing.T) {
 	c := wsServer(t, func(context.Context, *websocket.Conn) {})
 	rec := NewRecorder()
 	var obs observed
-	s, resp, err := c.WithRecorder(rec).WithObserver(obs.see).OpenWS(context.Background(), Request{Path: "/v1/tasks/t1/stream", Authorization: "Bearer wrong-credential-77"})
+	s, resp, err := c.WithRecorder(rec).WithObserver(obs.see).OpenWS(context.Background(), WSDial{Path: "/v1/tasks/t1/stream", Authorization: "Bearer wrong-credential-77"})
 	if s != nil || !errors.Is(err, ErrUpgradeRefused) || resp == nil || resp.Status != http.StatusUnauthorized {
 		t.Fatalf("OpenWS with a wrong key = %v, %+v, %v; want the 401 refusal", s, resp, err)
 	}
@@ -376,7 +384,7 @@ func TestOpenWSRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, resp, err = dead.OpenWS(context.Background(), Request{Path: "/v1/tasks/t1/stream"})
+	_, resp, err = dead.OpenWS(context.Background(), WSDial{Path: "/v1/tasks/t1/stream"})
 	var te *TransportError
 	if resp != nil || !errors.As(err, &te) {
 		t.Errorf("OpenWS to a closed port = %+v, %v; want a TransportError", resp, err)
@@ -403,7 +411,7 @@ func TestWSSessionConcurrentSends(t *testing.T) {
 		drain(ctx, ws)
 	})
 	ctx := context.Background()
-	s, _, err := c.OpenWS(ctx, Request{Path: "/v1/sessions/s1/events/stream"})
+	s, _, err := c.OpenWS(ctx, WSDial{Path: "/v1/sessions/s1/events/stream"})
 	if err != nil {
 		t.Fatal(err)
 	}

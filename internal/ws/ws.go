@@ -1,5 +1,10 @@
-// Package ws dials a WebSocket for the checker and hands its messages out one at
-// a time, with caller-side timeouts that leave the connection usable.
+// Package ws is the checker's WebSocket client: it dials a WebSocket and
+// hands its messages out one at a time, with caller-side timeouts that leave
+// the connection usable (Conn), and reads them as frames of the harn-ws.v1
+// profile (frame.go: the frame types, a server frame decoded and judged
+// against the profile's schema, the two ways to authenticate and the auth
+// frame; scheme.go: where a credential may travel). The recorded session a
+// spec works with, and the event feed over it, are client.WSSession.
 //
 // coder/websocket closes the connection when a Read hits its context deadline, so
 // a Conn runs one reader goroutine that reads without a deadline and feeds a

@@ -1,9 +1,7 @@
 package extended
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +16,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // Transport parity (EXT-TRANSPORT-004, a SHOULD): one run observed at the
@@ -48,54 +47,48 @@ const (
 
 // pFeed is one transport's live view of a Session's or Task's events.
 type pFeed struct {
-	transport string // "sse" or "websocket"
+	transport string // client.TransportSSE or client.TransportWebSocket
 	name      string // what it reads: "SSE GET /v1/tasks/t1/stream"
 	session   bool   // a session stream (filtered to the task for the task's views)
-	src       parSource
+	src       *parView
 	broken    error            // the transport failed (EXT-TRANSPORT-002): not compared
 	snap      []map[string]any // the events compared (settle takes them)
 	left      string           // why it is left out without a failure (not advertised…)
 }
 
-// parSource is what a stream reader offers: the Events so far, why it
-// ended (nil while open), and a wait for the next change.
-type parSource interface {
-	events() []map[string]any
-	ended() error
-	// wait reports whether something changed (an event came, or the end)
-	// before d passed or ctx ended; callers look again either way.
-	wait(ctx context.Context, d time.Duration) bool
-}
-
-// parMaxEvents bounds what one SSE feed keeps, as the WebSocket session
-// bounds its frames: a server that floods past it has its stream read no
-// further, and the feed says why.
-const parMaxEvents = 10000
-
-// parSSE reads an SSE stream's events as decoded JSON objects.
-type parSSE struct {
+// parView is what one feed delivered of a run: its Events, read as they
+// come until the spec ends, why the feed ended (nil while open), and a
+// wait for the next change.
+type parView struct {
 	mu      sync.Mutex
 	evs     []map[string]any
 	end     error
 	changed chan struct{} // closed and replaced on every change
 }
 
-func (s *parSSE) events() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.evs)
+// parMaxEvents bounds what one view keeps, as the WebSocket session
+// bounds its frames: a server that floods past it has its stream read no
+// further, and the view says why.
+const parMaxEvents = 10000
+
+func (v *parView) events() []map[string]any {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.evs)
 }
 
-func (s *parSSE) ended() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.end
+func (v *parView) ended() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.end
 }
 
-func (s *parSSE) wait(ctx context.Context, d time.Duration) bool {
-	s.mu.Lock()
-	ch, done := s.changed, s.end != nil
-	s.mu.Unlock()
+// wait reports whether something changed (an event came, or the end)
+// before d passed or ctx ended; callers look again either way.
+func (v *parView) wait(ctx context.Context, d time.Duration) bool {
+	v.mu.Lock()
+	ch, done := v.changed, v.end != nil
+	v.mu.Unlock()
 	if done {
 		return false
 	}
@@ -111,88 +104,60 @@ func (s *parSSE) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (s *parSSE) add(e map[string]any, end error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (v *parView) add(e map[string]any, end error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if e != nil {
-		s.evs = append(s.evs, e)
+		v.evs = append(v.evs, e)
 	}
-	if end != nil && s.end == nil {
-		s.end = end
+	if end != nil && v.end == nil {
+		v.end = end
 	}
-	close(s.changed)
-	s.changed = make(chan struct{})
+	close(v.changed)
+	v.changed = make(chan struct{})
 }
 
-// errParFrame marks an SSE stream that sent something other than a JSON
-// Event: the transport does not carry the run (EXT-TRANSPORT-002).
+// errParFrame marks a feed that delivered something other than a JSON
+// Event (or the server's error in its place): the transport does not carry
+// the run (EXT-TRANSPORT-002).
 var errParFrame = errors.New("a frame that is not a JSON Event")
 
-// parDecode decodes one JSON object, keeping numbers as written.
-func parDecode(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("data after the JSON object")
-	}
-	return m, nil
-}
-
-// parOpenSSE opens an SSE stream of path and reads it until the spec
-// ends. A refused or non-SSE answer is a broken feed.
-func parOpenSSE(ctx context.Context, path, name string, session bool) *pFeed {
+// parRead reads fd into a view until it ends or the spec does, and closes
+// it when the spec ends.
+func parRead(ctx context.Context, fd client.Feed) *parView {
 	GinkgoHelper()
-	f := &pFeed{transport: "sse", name: name, session: session}
-	sctx, cancel := context.WithCancel(ctx)
-	st, err := suite.Client().Stream(sctx, client.Request{Path: path})
-	if err != nil {
-		cancel()
-		suite.Transport(err, reqParity)
-	}
-	if err := check.EventStream(st.Response); err != nil {
-		cancel()
-		st.Close()
-		f.broken = fmt.Errorf("the advertised sse transport: %w", err)
-		return f
-	}
-	src := &parSSE{changed: make(chan struct{})}
-	f.src = src
+	v := &parView{changed: make(chan struct{})}
+	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	DeferCleanup(func() { cancel(); st.Close(); <-done })
+	DeferCleanup(func() { cancel(); fd.Close(); <-done })
 	// Frame text in a finding is redacted before it is cut to size, so a
 	// secret cut in half cannot slip past the redactor.
 	red := suite.Env().Redactor
-	shown := func(s string) string { return parBounded(red.String(s)) }
+	shown := func(b []byte) string { return parBounded(red.String(string(b))) }
 	go func() {
 		defer close(done)
 		n := 0
 		for {
-			fr, err := st.NextEvent(sctx)
-			if err != nil {
-				src.add(nil, err)
+			fe, err := fd.ReadEvent(rctx)
+			switch {
+			case err != nil:
+				v.add(nil, err)
 				return
-			}
-			if fr.Event == "error" {
-				src.add(nil, fmt.Errorf("%w: an error frame %q", errParFrame, shown(fr.Data)))
+			case errors.Is(fe.Problem, client.ErrServerError):
+				v.add(nil, fmt.Errorf("%w: an error frame %q", errParFrame, shown(fe.Data)))
 				return
-			}
-			e, err := parDecode([]byte(fr.Data))
-			if err != nil {
-				src.add(nil, fmt.Errorf("%w: its data is %v (%q)", errParFrame, err, shown(fr.Data)))
+			case fe.Problem != nil:
+				v.add(nil, fmt.Errorf("%w: its data is %v (%q)", errParFrame, fe.Problem, shown(fe.Data)))
 				return
 			}
 			if n++; n > parMaxEvents {
-				src.add(nil, fmt.Errorf("the stream sent more than %d events; the suite read no further", parMaxEvents))
+				v.add(nil, fmt.Errorf("the stream sent more than %d events; the suite read no further", parMaxEvents))
 				return
 			}
-			src.add(e, nil)
+			v.add(fe.Event, nil)
 		}
 	}()
-	return f
+	return v
 }
 
 func parBounded(s string) string {
@@ -202,60 +167,72 @@ func parBounded(s string) string {
 	return s
 }
 
-// parWS reads the event frames of a harn-ws.v1 session.
-type parWS struct{ s *client.WSSession }
-
-func (w parWS) events() []map[string]any {
-	var out []map[string]any
-	for _, f := range w.s.Frames() {
-		if f.Type == "event" {
-			// A frame without an Event object is EXT-WS-007's to judge;
-			// here it is a hole in the view, which the comparison shows.
-			if e := f.Member("event"); e != nil {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-func (w parWS) ended() error { return w.s.Ended() }
-
-func (w parWS) wait(ctx context.Context, d time.Duration) bool {
-	// Any frame is a change worth looking at; an ended connection, the
-	// deadline and the spec's end are not.
-	_, err := w.s.Await(ctx, d, w.s.Len(), func(client.WSFrame) bool { return true })
-	return err == nil
-}
-
-// parOpenWS opens a harn-ws.v1 session on path. A refused upgrade is a
-// broken feed; a session the suite may not open (plain ws:// to a remote
-// host) is left out with the reason.
-func parOpenWS(ctx context.Context, path, name string, session bool) (*pFeed, *client.WSSession) {
+// parOpenSSE opens an SSE stream of path. A refused or non-SSE answer is a
+// broken feed.
+func parOpenSSE(ctx context.Context, _ *parityRun, path string, f *pFeed) client.Feed {
 	GinkgoHelper()
-	f := &pFeed{transport: "websocket", name: name, session: session}
-	if why := plainRemote(wsBaseURL()); why != "" {
-		// The connection's scheme is EXT-WS-002's to judge.
-		f.left = "the suite sends no credential over it: " + why
-		return f, nil
+	st, err := suite.Client().Stream(ctx, client.Request{Path: path})
+	if err != nil {
+		suite.Transport(err, reqParity)
 	}
+	if err := check.EventStream(st.Response); err != nil {
+		st.Close()
+		f.broken = fmt.Errorf("the advertised sse transport: %w", err)
+		return nil
+	}
+	return st
+}
+
+// parOpenWS opens a harn-ws.v1 session on path; the run sends its
+// commands over the session streams' sessions. A refused upgrade is a
+// broken feed.
+func parOpenWS(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed {
+	GinkgoHelper()
 	if err := wsSilent(); err != nil {
 		f.broken = fmt.Errorf("the advertised websocket transport: not opened on %s: %w", path, err)
-		return f, nil
+		return nil
 	}
-	s, resp, err := suite.Client().OpenWS(ctx, client.Request{Path: path})
+	s, resp, err := suite.Client().OpenWS(ctx, client.WSDial{Path: path})
 	if err != nil {
 		if errors.Is(err, client.ErrUpgradeRefused) {
 			f.broken = fmt.Errorf("the advertised websocket transport: the harn-ws.v1 upgrade of %s was refused: %s%s, want 101 Switching Protocols", path, resp, xHint(resp))
-			return f, nil
+			return nil
 		}
 		suite.Transport(err, reqParity)
 	}
 	// Every frame counts wherever it is read (EXT-WS-003, EXT-WS-007):
 	// the session is closed and its frames judged when the spec ends.
 	suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
-	f.src = parWS{s}
-	return f, s
+	if f.session {
+		r.wsSess = s
+	} else {
+		r.wsTask = s
+	}
+	return s
+}
+
+// parOpen opens every advertised transport's feed of a stream path (a
+// transport the suite may not open is left out with the reason).
+func (r *parityRun) parOpen(ctx context.Context, path string, session bool, caps map[string]bool) {
+	GinkgoHelper()
+	for _, t := range streamTransports {
+		if !caps[t.name] {
+			if session {
+				r.notes = append(r.notes, t.name+": not advertised (discovery capabilities, agent card), left out")
+			}
+			continue
+		}
+		f := &pFeed{transport: t.name, name: t.label + " GET " + path, session: session}
+		if t.blocked != nil {
+			f.left = t.blocked()
+		}
+		if f.left == "" {
+			if fd := t.open(ctx, r, path, f); fd != nil {
+				f.src = parRead(ctx, fd)
+			}
+		}
+		r.add(f)
+	}
 }
 
 // parTaskOwns reports whether e is task id's event: its resource is the task
@@ -344,19 +321,7 @@ type parityRun struct {
 func parObserve(ctx context.Context, sess string, caps map[string]bool) *parityRun {
 	GinkgoHelper()
 	r := &parityRun{sess: sess, sessLog: &parLog{path: "/v1/sessions/" + client.Seg(sess) + "/events", what: "reading the session's events (GET /v1/sessions/{id}/events)"}}
-	path := "/v1/sessions/" + client.Seg(sess) + "/events/stream"
-	if caps["sse"] {
-		r.add(parOpenSSE(ctx, path, "SSE GET "+path, true))
-	} else {
-		r.notes = append(r.notes, "sse: not advertised (discovery capabilities, agent card), left out")
-	}
-	if caps["websocket"] {
-		f, s := parOpenWS(ctx, path, "WebSocket GET "+path, true)
-		r.add(f)
-		r.wsSess = s
-	} else {
-		r.notes = append(r.notes, "websocket: not advertised (discovery capabilities, agent card), left out")
-	}
+	r.parOpen(ctx, "/v1/sessions/"+client.Seg(sess)+"/events/stream", true, caps)
 	return r
 }
 
@@ -365,15 +330,7 @@ func (r *parityRun) observeTask(ctx context.Context, task string, caps map[strin
 	GinkgoHelper()
 	r.task = task
 	r.rest = &parLog{path: "/v1/tasks/" + client.Seg(task) + "/events", what: "polling the task's events (GET /v1/tasks/{id}/events)"}
-	path := "/v1/tasks/" + client.Seg(task) + "/stream"
-	if caps["sse"] {
-		r.add(parOpenSSE(ctx, path, "SSE GET "+path, false))
-	}
-	if caps["websocket"] {
-		f, s := parOpenWS(ctx, path, "WebSocket GET "+path, false)
-		r.add(f)
-		r.wsTask = s
-	}
+	r.parOpen(ctx, "/v1/tasks/"+client.Seg(task)+"/stream", false, caps)
 	r.rest.poll(ctx)
 }
 
@@ -579,8 +536,8 @@ func (r *parityRun) sendUserMessage(ctx context.Context, text string) (string, s
 	GinkgoHelper()
 	msg := xText(text)
 	if r.wsSess != nil {
-		f, err := r.wsSess.Command(ctx, suite.Env().Config.Timeouts.Stream, map[string]any{"type": "user_message", "session_id": r.sess, "message": msg})
-		if err == nil && f.Type == "result" {
+		f, err := r.wsSess.Command(ctx, suite.Env().Config.Timeouts.Stream, map[string]any{"type": ws.TypeUserMessage, "session_id": r.sess, "message": msg})
+		if err == nil && f.Type == ws.TypeResult {
 			if id := xID(f.Member("result")); id != "" {
 				return id, "websocket"
 			}
@@ -597,7 +554,7 @@ func (r *parityRun) sendUserMessage(ctx context.Context, text string) (string, s
 	return xID(m), "rest"
 }
 
-func parFrame(f client.WSFrame) string {
+func parFrame(f ws.Frame) string {
 	if f.Seq == 0 {
 		return "no frame"
 	}
@@ -612,10 +569,10 @@ func (r *parityRun) answerInput(ctx context.Context, text string) string {
 	msg := map[string]any{"role": "user", "parts": []any{xTextPart(text)}}
 	if r.wsTask != nil {
 		d := suite.Env().Config.Timeouts.Stream
-		req, err := r.wsTask.Await(ctx, d, 0, func(f client.WSFrame) bool { return f.Type == "input_request" && f.Str("task_id") == r.task })
+		req, err := r.wsTask.Await(ctx, d, 0, func(f ws.Frame) bool { return f.Type == ws.TypeInputRequest && f.Str("task_id") == r.task })
 		if err == nil {
-			f, err := r.wsTask.Command(ctx, d, map[string]any{"type": "input_response", "request_id": req.Str("request_id"), "task_id": r.task, "message": msg})
-			if err == nil && f.Type == "result" {
+			f, err := r.wsTask.Command(ctx, d, map[string]any{"type": ws.TypeInputResponse, "request_id": req.Str("request_id"), "task_id": r.task, "message": msg})
+			if err == nil && f.Type == ws.TypeResult {
 				return "websocket"
 			}
 			var te *client.TransportError
@@ -654,7 +611,7 @@ func (r *parityRun) commandShown(what, via string, evs []map[string]any, kind, m
 func parTransports(ctx context.Context) map[string]bool {
 	GinkgoHelper()
 	caps, _ := advertised(ctx)
-	if !caps["sse"] && !caps["websocket"] {
+	if !slices.ContainsFunc(streamTransports, func(t streamTransport) bool { return caps[t.name] }) {
 		suite.Unverified("the target advertises neither sse nor websocket (discovery capabilities, agent card harn_interfaces): a run can be observed over REST only, so there is nothing to compare", remedyTwoTransports)
 	}
 	return caps

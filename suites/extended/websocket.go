@@ -15,6 +15,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // The WebSocket profile harn-ws.v1 (docs/websocket.md), part 1: the
@@ -86,7 +87,7 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 	// A frame the refusal forbids decides the verdict as it arrives: a
 	// server that answers a bad credential with ready is not waited on
 	// until it closes (it never will).
-	forbidden := func(f client.WSFrame) bool {
+	forbidden := func(f ws.Frame) bool {
 		return (r.only && f.Type != "error") || (r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")))
 	}
 	if err := wsSilent(); err != nil && s.Len() == after {
@@ -94,9 +95,9 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 		// nothing: not waited on again.
 		return fmt.Errorf("%s: no frame, not waited for (%v); want %s", what, err, r.want())
 	}
-	end := &client.WSWaitError{Path: s.Path, Waited: wait}
+	end := &client.WaitError{Transport: client.TransportWebSocket, Path: s.Path, Waited: wait}
 	if _, err := s.Await(ctx, wait, after, forbidden); err != nil {
-		var we *client.WSWaitError
+		var we *client.WaitError
 		if errors.As(err, &we) {
 			end = we
 			if we.Timeout() && s.Len() == after {
@@ -105,7 +106,7 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 			}
 		}
 	}
-	var errFrame *client.WSFrame
+	var errFrame *ws.Frame
 	var bad []string
 	for _, f := range s.Frames()[after:] {
 		switch {
@@ -123,8 +124,8 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 		return fmt.Errorf("%s: the server sent %s on a connection it must refuse, want only %s", what, listed(bad), r.want())
 	case errFrame == nil:
 		return fmt.Errorf("%s: no error frame came (%s), want %s", what, endText(end), r.want())
-	case frameStatus(*errFrame) != r.status || errorCode(*errFrame) != r.code:
-		return fmt.Errorf("%s: %s has status %v code %q, want %d %s: %s", what, errFrame, errFrame.Obj["status"], errorCode(*errFrame), r.status, r.code, bounded(errFrame.Raw))
+	case errFrame.Status() != r.status || errFrame.ErrorCode() != r.code:
+		return fmt.Errorf("%s: %s has status %v code %q, want %d %s: %s", what, errFrame, errFrame.Obj["status"], errFrame.ErrorCode(), r.status, r.code, bounded(errFrame.Raw))
 	case r.details != "" && !hasDetail(errFrame.Member("error")["details"], r.details):
 		return fmt.Errorf("%s: %s: error.details has no %s: %s", what, errFrame, r.details, bounded(errFrame.Raw))
 	case end.Ended == nil:
@@ -145,7 +146,7 @@ func hasDetail(details any, member string) bool {
 	return ok
 }
 
-func endText(e *client.WSWaitError) string {
+func endText(e *client.WaitError) string {
 	if e.Ended == nil {
 		return "the connection is still open"
 	}
@@ -160,8 +161,8 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		adv := wsAdvertised(ctx)
 		opened := 0
 		for _, r := range []struct{ path, object, id string }{{sessionStream(sess), "session", sess}, {taskStream(task), "task", task}} {
-			for _, way := range []wsWay{wsHeaders, wsAuthFrame} {
-				l, err := wsConnect(ctx, wsDial{path: r.path, way: way})
+			for _, way := range []ws.Way{ws.ByHeaders, ws.ByAuthFrame} {
+				l, err := wsConnect(ctx, client.WSDial{Path: r.path, Way: way})
 				if err != nil {
 					if adv == "" {
 						err = fmt.Errorf("%w; the target does not advertise WebSocket either (discovery capabilities.websocket is not true, the agent card lists no websocket interface), but an Extended server offers harn-ws.v1 interactive sessions", err)
@@ -194,7 +195,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		path := sessionStream(sess)
 		// A connection that never authenticates waits out the profile's
 		// 10 s for the auth frame: opened first, judged last.
-		silent, resp, _, err := wsAttempt(ctx, wsDial{path: path, way: wsAuthFrame, noAuth: true, probe: "a browser's upgrade that never sends its auth frame"})
+		silent, resp, err := wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByAuthFrame, NoAuth: true, Probe: "a browser's upgrade that never sends its auth frame"})
 		silentAt := time.Now()
 		if silent == nil {
 			// No credential and no version: the upgrade may not be
@@ -205,16 +206,16 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		unauth := refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true, secret: strings.TrimPrefix(wrong, "Bearer ")}
 		for _, c := range []struct {
 			what  string
-			d     wsDial
+			d     client.WSDial
 			first map[string]any // sent first instead of an auth frame
 			r     refusal
 		}{
-			{"a wrong credential in the upgrade's Authorization header", wsDial{path: path, way: wsHeaders, auth: wrong, probe: "a wrong credential"}, nil, withHTTP(unauth)},
-			{"a malformed Authorization header (no scheme)", wsDial{path: path, way: wsHeaders, auth: "conform-no-scheme", probe: "a malformed credential"}, nil, withHTTP(refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true})},
-			{"an auth frame with a wrong credential", wsDial{path: path, way: wsAuthFrame, auth: wrong, probe: "a wrong credential in the auth frame"}, nil, withFrame(unauth)},
-			{"a first frame that is not auth (a ping)", wsDial{path: path, way: wsAuthFrame, noAuth: true, probe: "a first frame that is not auth"}, map[string]any{"type": "ping", "id": "c-1"}, withFrame(unauth)},
+			{"a wrong credential in the upgrade's Authorization header", client.WSDial{Path: path, Way: ws.ByHeaders, Authorization: wrong, Probe: "a wrong credential"}, nil, withHTTP(unauth)},
+			{"a malformed Authorization header (no scheme)", client.WSDial{Path: path, Way: ws.ByHeaders, Authorization: "conform-no-scheme", Probe: "a malformed credential"}, nil, withHTTP(refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true})},
+			{"an auth frame with a wrong credential", client.WSDial{Path: path, Way: ws.ByAuthFrame, Authorization: wrong, Probe: "a wrong credential in the auth frame"}, nil, withFrame(unauth)},
+			{"a first frame that is not auth (a ping)", client.WSDial{Path: path, Way: ws.ByAuthFrame, NoAuth: true, Probe: "a first frame that is not auth"}, map[string]any{"type": "ping", "id": "c-1"}, withFrame(unauth)},
 		} {
-			s, resp, _, err := wsAttempt(ctx, c.d)
+			s, resp, err := wsAttempt(ctx, c.d)
 			if s != nil && c.first != nil {
 				if err := s.Send(ctx, c.first); err != nil {
 					suite.Transport(err)
@@ -235,9 +236,9 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		path := sessionStream(sess)
 		const old = "agents-protocol-1999-01-01"
 		r := refusal{status: http.StatusUpgradeRequired, code: "unsupported_protocol_version", close: 4426, only: true, details: "supported_versions"}
-		s, resp, _, err := wsAttempt(ctx, wsDial{path: path, way: wsHeaders, version: old, probe: "an unsupported protocol version"})
+		s, resp, err := wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByHeaders, Version: old, Probe: "an unsupported protocol version"})
 		suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade with "+"Harn-Agents-Protocol-Version: "+old+" on "+path, s, resp, err, withHTTP(r), 0, wsStream()))
-		s, resp, _, err = wsAttempt(ctx, wsDial{path: path, way: wsAuthFrame, version: old, probe: "an unsupported protocol version in the auth frame"})
+		s, resp, err = wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByAuthFrame, Version: old, Probe: "an unsupported protocol version in the auth frame"})
 		suite.Check(reqWSOffer, judgeRefused(ctx, "an auth frame with protocol_version "+old+" on "+path, s, resp, err, withFrame(r), 0, wsStream()))
 	})
 
@@ -261,11 +262,11 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 			suite.Check(reqWSScheme, fmt.Errorf("the target's WebSocket sessions (under --target) run over %s; the suite sent no credential over it", why))
 			return
 		}
-		l := wsOpen(ctx, wsDial{path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), Way: ws.ByHeaders})
 		judged++
 		if strings.HasPrefix(base, "ws://") {
 			why := "a loopback address"
-			if !loopback(hostOf(base)) {
+			if !ws.Loopback(hostOf(base)) {
 				why = "a deployment marked trusted development (--ws-trusted-dev)"
 			}
 			suite.Note(fmt.Sprintf("%s: the WebSocket session on %s ran over plain ws://, acceptable on %s", reqWSScheme, l.Path, why))
@@ -281,7 +282,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		xTerminal(ctx, task)
 		// Frames to judge: the ready frame and the task's history (every
 		// frame of every session is judged when the spec ends).
-		l := wsOpen(ctx, wsDial{path: taskStream(task), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: taskStream(task), Way: ws.ByHeaders})
 		if _, why := l.await(ctx, wsStream(), 0, "terminal event", eventOf(task, terminalKinds...)); why != "" {
 			suite.NothingToCheck(reqWSText, fmt.Sprintf("the finished task's stream delivered only %d frames: %s (EXT-WS-007 judges the delivery)", l.Len(), why), "deliver the task's events as event frames (EXT-WS-007)")
 		}
@@ -296,7 +297,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 			{"a text message holding a JSON array", false, `[{"type":"ping","id":"c-array"}]`, 1007},
 			{"a text message holding two JSON objects", false, `{"type":"ping","id":"c-a"}{"type":"ping","id":"c-b"}`, 1007},
 		} {
-			p := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+			p := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 			after := p.Len()
 			if err := p.SendRaw(ctx, c.binary, []byte(c.data)); err != nil {
 				suite.Transport(err)
@@ -308,18 +309,18 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 
 	It("pushes every Event of the resource as an event frame carrying the full Event of the REST event list, in its order, live and from history", suite.Req(reqWSEvents), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		live := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		live := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		task := xSubmit(ctx, sess, nil)
 		xTerminal(ctx, task)
 		judgeDelivery(ctx, live, "GET /v1/sessions/"+sess+"/events", sessionEvents(ctx, sess), wsProgress())
-		hist := wsOpen(ctx, wsDial{path: taskStream(task), way: wsAuthFrame})
+		hist := wsOpen(ctx, client.WSDial{Path: taskStream(task), Way: ws.ByAuthFrame})
 		judgeDelivery(ctx, hist, "GET /v1/tasks/"+task+"/events", xRawEvents(ctx, task), wsStream())
 	})
 
 	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), func(ctx SpecContext) {
-		l := wsOpen(ctx, wsDial{path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), Way: ws.ByHeaders})
 		interval := 30 * time.Second
-		if n, err := numberInt(l.ready.Obj["heartbeat_interval_ms"]); err == nil && n >= 1 && n <= 30000 {
+		if n, ok := l.ready.Int("heartbeat_interval_ms"); ok && n >= 1 && n <= 30000 {
 			interval = time.Duration(n) * time.Millisecond
 		} else {
 			suite.Should(reqWSBeat, fmt.Errorf("the ready frame's heartbeat_interval_ms is %v, want 1…30000; the heartbeat is judged against 30 s", l.ready.Obj["heartbeat_interval_ms"]))
@@ -330,7 +331,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		if err := l.Send(ctx, map[string]any{"type": "ping", "id": id}); err != nil {
 			suite.Transport(err)
 		}
-		if _, why := l.await(ctx, wsStream(), after, "pong", func(f client.WSFrame) bool { return f.Type == "pong" && f.Str("in_reply_to") == id }); why != "" {
+		if _, why := l.await(ctx, wsStream(), after, "pong", func(f ws.Frame) bool { return f.Type == "pong" && f.Str("in_reply_to") == id }); why != "" {
 			suite.Should(reqWSBeat, fmt.Errorf("the client's ping frame %q: %s", id, why))
 		}
 		// Two heartbeats, each within an interval of the one before (the
@@ -417,7 +418,7 @@ func judgeDelivery(ctx context.Context, l *wsLink, listName string, rest []map[s
 	}
 	last := xID(rest[len(rest)-1])
 	lastFrame, why := l.await(ctx, wait, 0, "event "+last, withEventID(last))
-	var frames []client.WSFrame
+	var frames []ws.Frame
 	for _, f := range l.Frames() {
 		if f.Type == "event" && (why != "" || f.Seq <= lastFrame.Seq) {
 			frames = append(frames, f)
@@ -435,7 +436,7 @@ func judgeDelivery(ctx context.Context, l *wsLink, listName string, rest []map[s
 	if len(errs) > 0 {
 		suite.Check(reqWSEvents, fmt.Errorf("GET %s: event frames whose event_id is not the Event's id: %s", l.Path, strings.Join(errs, "; ")))
 	}
-	if err := parity(listName, rest, "GET "+l.Path+" (WebSocket)", frameEvents(frames)); err != nil {
+	if err := parity(listName, rest, "GET "+l.Path+" (WebSocket)", ws.Events(frames)); err != nil {
 		suite.Check(reqWSEvents, err)
 	}
 }

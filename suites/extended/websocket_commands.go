@@ -13,6 +13,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // The WebSocket profile, part 2: commands are their REST operations
@@ -21,13 +22,13 @@ import (
 
 // frameResponse presents a command's result or error frame as the REST
 // answer it stands for, so the REST checks apply to it unchanged.
-func frameResponse(l *wsLink, command string, f client.WSFrame) *client.Response {
+func frameResponse(l *wsLink, command string, f ws.Frame) *client.Response {
 	var body any = f.Obj["result"]
 	if f.Type == "error" {
 		body = map[string]any{"error": f.Obj["error"]}
 	}
 	b, _ := json.Marshal(body)
-	return &client.Response{Method: command + " frame on", URL: l.Path, Status: frameStatus(f), Body: b}
+	return &client.Response{Method: command + " frame on", URL: l.Path, Status: f.Status(), Body: b}
 }
 
 // announces matches an event frame announcing message id appended to a
@@ -35,9 +36,9 @@ func frameResponse(l *wsLink, command string, f client.WSFrame) *client.Response
 // session.message_appended (what the REST append emits; the commands are
 // their REST operations), naming the message in its payload when the
 // payload names one.
-func announces(id string) func(client.WSFrame) bool {
-	return func(f client.WSFrame) bool {
-		k := eventKind(f)
+func announces(id string) func(ws.Frame) bool {
+	return func(f ws.Frame) bool {
+		k := f.EventKind()
 		if f.Type != "event" || (k != "user.message" && k != "session.message_appended") {
 			return false
 		}
@@ -59,7 +60,7 @@ func cancelAtEnd(ctx context.Context, id string) {
 var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 	It("appends a user_message frame to the Session: a 201 result with the Message, listed by the message list and announced by an event", suite.Req(reqWSMessage), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		text := "conform ws message " + suite.Key("m")
 		f, why := l.command(ctx, map[string]any{"type": "user_message", "session_id": sess, "message": xText(text)})
 		if why != "" {
@@ -92,7 +93,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 
 	It("cancels a Task with a cancel_task frame as a REST cancel would: a running task ends CANCELED, a finished one is refused and unchanged", suite.Req(reqWSCancel), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 
 		// A finished task: the frame answers what REST answers.
 		done := xSubmit(ctx, sess, nil)
@@ -143,7 +144,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 	It("truncates a Session with a truncate_session frame as the REST truncate does: the first N turns kept, session.truncated emitted", suite.Req(reqWSTruncate), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		sent := xAppend(ctx, sess, 4, "ws turn")
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		after := l.Len()
 		f, why := l.command(ctx, map[string]any{"type": "truncate_session", "session_id": sess, "keep_first": 2, "reason": "conform ws walk-back"})
 		if why != "" {
@@ -160,7 +161,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 
 	It("acts once on a command repeated with the same idempotency_key, on any connection or over REST, and refuses the key with another body (409 idempotency_key_reused)", suite.Req(reqWSIdem), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		key := suite.Key("conform-ws-idem")
 		text := "conform ws idempotent " + key
 		cmd := func() map[string]any {
@@ -184,20 +185,20 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 			suite.Unverified(fmt.Sprintf("the user_message frame's message %q is not listed by GET /v1/sessions/%s/messages, so whether a repeat acts again cannot be told", id, sess),
 				"make user_message frames append their message (EXT-WS-004); this spec repeats one after that")
 		}
-		same := func(what string, f client.WSFrame, why string) {
+		same := func(what string, f ws.Frame, why string) {
 			GinkgoHelper()
 			if why != "" {
 				suite.Should(reqWSIdem, fmt.Errorf("%s: %s", what, why))
 				return
 			}
-			if f.Type != "result" || frameStatus(f) != frameStatus(first) || xID(f.Member("result")) != id {
+			if f.Type != "result" || f.Status() != first.Status() || xID(f.Member("result")) != id {
 				suite.Should(reqWSIdem, fmt.Errorf("%s with the same idempotency_key %q and body: answered %s %s, want a result with the first answer's status %d and message %q",
-					what, key, f, bounded(f.Raw), frameStatus(first), id))
+					what, key, f, bounded(f.Raw), first.Status(), id))
 			}
 		}
 		f, why := l.command(ctx, cmd())
 		same("the user_message repeated on the same connection", f, why)
-		other := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsAuthFrame})
+		other := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByAuthFrame})
 		f, why = other.command(ctx, cmd())
 		same("the user_message repeated on another connection", f, why)
 		// Keys are shared with REST: the same write retried over REST.
@@ -212,7 +213,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 		f, why = l.command(ctx, diff)
 		if why != "" {
 			suite.Should(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: %s", key, why))
-		} else if f.Type != "error" || frameStatus(f) != http.StatusConflict || errorCode(f) != "idempotency_key_reused" {
+		} else if f.Type != "error" || f.Status() != http.StatusConflict || f.ErrorCode() != "idempotency_key_reused" {
 			suite.Should(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: answered %s %s, want an error frame 409 idempotency_key_reused", key, f, bounded(f.Raw)))
 		}
 		// The connection stays open after a command error.

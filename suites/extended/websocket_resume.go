@@ -13,6 +13,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // The WebSocket profile, part 3: request frames and their answers
@@ -28,13 +29,13 @@ import (
 // --stream-timeout) for the request frame, which follows it at once.
 // With no opening kinds (a request re-sent from history, whose opening
 // event may lie before the cursor) it waits for the request frame alone.
-func awaitRequest(ctx context.Context, l *wsLink, after int, task string, opening []string, types ...string) (client.WSFrame, string) {
+func awaitRequest(ctx context.Context, l *wsLink, after int, task string, opening []string, types ...string) (ws.Frame, string) {
 	if len(opening) > 0 {
 		if _, why := l.await(ctx, wsProgress(), after, fmt.Sprintf("%v event", opening), eventOf(task, opening...)); why != "" {
-			return client.WSFrame{}, why
+			return ws.Frame{}, why
 		}
 	}
-	return l.await(ctx, wsStream(), after, strings.Join(types, " or "), func(f client.WSFrame) bool {
+	return l.await(ctx, wsStream(), after, strings.Join(types, " or "), func(f ws.Frame) bool {
 		return slices.Contains(types, f.Type) && f.Str("task_id") == task
 	})
 }
@@ -59,20 +60,20 @@ func requestMissing(ctx context.Context, req, task, status, what, why string) {
 // judgeRequest checks a request frame: it names a request and its task,
 // and follows the event frame of the Event that opened the wait (one of
 // kinds).
-func judgeRequest(l *wsLink, f client.WSFrame, kinds ...string) error {
+func judgeRequest(l *wsLink, f ws.Frame, kinds ...string) error {
 	var errs []string
 	if f.Str("request_id") == "" {
 		errs = append(errs, fmt.Sprintf("request_id is %v, want the id its answer names", f.Obj["request_id"]))
 	}
 	ev := f.Str("event_id")
-	i := slices.IndexFunc(l.Frames(), func(e client.WSFrame) bool { return e.Type == "event" && e.Str("event_id") == ev })
+	i := slices.IndexFunc(l.Frames(), func(e ws.Frame) bool { return e.Type == "event" && e.Str("event_id") == ev })
 	switch {
 	case i < 0:
 		errs = append(errs, fmt.Sprintf("event_id %v names no event frame of this connection, want the %v event that opened the wait", f.Obj["event_id"], kinds))
 	case l.Frames()[i].Seq > f.Seq:
 		errs = append(errs, fmt.Sprintf("it came before the event frame of %s, the Event that opened the wait", ev))
-	case !slices.Contains(kinds, eventKind(l.Frames()[i])):
-		errs = append(errs, fmt.Sprintf("event_id %s names a %s event, want %v", ev, eventKind(l.Frames()[i]), kinds))
+	case !slices.Contains(kinds, l.Frames()[i].EventKind()):
+		errs = append(errs, fmt.Sprintf("event_id %s names a %s event, want %v", ev, l.Frames()[i].EventKind(), kinds))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("GET %s %s: %s; received: %s", l.Path, f, strings.Join(errs, "; "), bounded(f.Raw))
@@ -82,7 +83,7 @@ func judgeRequest(l *wsLink, f client.WSFrame, kinds ...string) error {
 
 // replayedIs lists the frames among fs (event and request frames) whose
 // replayed marker is not want.
-func replayedIs(fs []client.WSFrame, want bool) []string {
+func replayedIs(fs []ws.Frame, want bool) []string {
 	var bad []string
 	for _, f := range fs {
 		if f.Type != "event" && !strings.HasSuffix(f.Type, "_request") {
@@ -106,8 +107,8 @@ func listed(items []string) string {
 
 // between are the frames of l numbered after+1 … upTo (to the end when
 // upTo is 0).
-func between(l *wsLink, after, upTo int) []client.WSFrame {
-	var out []client.WSFrame
+func between(l *wsLink, after, upTo int) []ws.Frame {
+	var out []ws.Frame
 	for _, f := range l.Frames() {
 		if f.Seq > after && (upTo == 0 || f.Seq <= upTo) {
 			out = append(out, f)
@@ -149,9 +150,9 @@ func judgeResumed(ctx context.Context, l *wsLink, after int, what, listName stri
 	lf, why := l.await(ctx, wsStream(), after, "event "+last, withEventID(last))
 	frames := between(l, after, lf.Seq)
 	if why != "" {
-		suite.Check(reqWSResume, fmt.Errorf("%s: %d event frames came, none for %s, the last event after the cursor in %s: %s", what, len(frameEvents(frames)), last, listName, why))
+		suite.Check(reqWSResume, fmt.Errorf("%s: %d event frames came, none for %s, the last event after the cursor in %s: %s", what, len(ws.Events(frames)), last, listName, why))
 	}
-	if err := parity(listName+" after the cursor", idsOnly(want), what, idsOnly(frameEvents(frames))); err != nil {
+	if err := parity(listName+" after the cursor", idsOnly(want), what, idsOnly(ws.Events(frames))); err != nil {
 		suite.Check(reqWSResume, err)
 	}
 }
@@ -160,7 +161,7 @@ var _ = Describe("WebSocket requests (harn-ws.v1)", func() {
 	It("sends input_request and authorization_request frames for a waiting task, and the answer frames let it continue", suite.Req(reqWSRequests), func(ctx SpecContext) {
 		xHook("no task can be made to wait for input or authorization")
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		after := l.Len()
 		task := xSubmit(ctx, sess, nil, xStep("input_required", "prompt", "conform ws input"), xStep("auth_required", "reason", "conform ws authorization"),
 			xStep("complete", "summary", "answered over WebSocket"))
@@ -218,7 +219,7 @@ var _ = Describe("WebSocket requests (harn-ws.v1)", func() {
 	It("carries tool approval (or host tool) requests when it offers them, and the tool action follows the client's answer", suite.Req(reqWSHost), func(ctx SpecContext) {
 		xHook("no task can be made to attempt a tool that needs approval")
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		for _, approve := range []bool{false, true} {
 			after := l.Len()
 			task := xSubmit(ctx, sess, nil, xStep("tool_approval", "tool", "conform.noop", "input", map[string]any{"path": "conform-ws.txt"}),
@@ -277,7 +278,7 @@ var _ = Describe("WebSocket requests (harn-ws.v1)", func() {
 
 // judgeToolRequest answers a tool_request (the host runs the tool) and
 // wants the task to record the result.
-func judgeToolRequest(ctx context.Context, l *wsLink, f client.WSFrame, task string) {
+func judgeToolRequest(ctx context.Context, l *wsLink, f ws.Frame, task string) {
 	GinkgoHelper()
 	if f.Str("tool_call_id") == "" || f.Str("name") == "" || f.Member("input") == nil {
 		suite.Should(reqWSHost, fmt.Errorf("%s: tool_call_id %v, name %v, input %v: want the tool call's id, its tool's name and its input object", f, f.Obj["tool_call_id"], f.Obj["name"], f.Obj["input"]))
@@ -313,15 +314,15 @@ var _ = Describe("WebSocket resume (harn-ws.v1)", func() {
 		// delivered it all.
 		mid := xID(tl[len(tl)/2-1])
 		want := tl[len(tl)/2:]
-		for _, way := range []wsWay{wsHeaders, wsAuthFrame} {
-			b := wsOpen(ctx, wsDial{path: taskStream(task), way: way, cursor: mid})
+		for _, way := range []ws.Way{ws.ByHeaders, ws.ByAuthFrame} {
+			b := wsOpen(ctx, client.WSDial{Path: taskStream(task), Way: way, Cursor: mid})
 			what := fmt.Sprintf("GET %s resuming after %s (%s)", b.Path, mid, way)
 			if got := b.ready.Obj["last_event_id"]; got != mid {
 				suite.Check(reqWSResume, fmt.Errorf("%s: the ready frame names last_event_id %v, want the cursor taken", what, got))
 			}
 			judgeResumed(ctx, b, b.ready.Seq, what, "GET /v1/tasks/"+task+"/events", want)
 		}
-		o := wsOpen(ctx, wsDial{path: taskStream(task), way: wsHeaders})
+		o := wsOpen(ctx, client.WSDial{Path: taskStream(task), Way: ws.ByHeaders})
 		if _, why := o.await(ctx, wsStream(), 0, "event "+last, withEventID(last)); why != "" {
 			suite.Unverified("the task stream did not deliver the task's history: "+why, "deliver events as event frames (EXT-WS-007)")
 		}
@@ -341,9 +342,9 @@ var _ = Describe("WebSocket resume (harn-ws.v1)", func() {
 		// so no event frame of it can pass for one of the refused run).
 		bad := "evt_conform_unknown_" + strings.ReplaceAll(suite.Key("cursor"), "-", "_")
 		expired := refusal{status: http.StatusGone, code: "cursor_expired", close: 4410, noEvents: true}
-		s, resp, _, err := wsAttempt(ctx, wsDial{path: taskStream(task), way: wsHeaders, cursor: bad, probe: "an unknown cursor"})
+		s, resp, err := wsAttempt(ctx, client.WSDial{Path: taskStream(task), Way: ws.ByHeaders, Cursor: bad, Probe: "an unknown cursor"})
 		suite.Check(reqWSResume, judgeRefused(ctx, "GET "+taskStream(task)+" with Last-Event-ID "+bad+" (unknown)", s, resp, err, withHTTP(expired), 0, wsStream()))
-		s, resp, _, err = wsAttempt(ctx, wsDial{path: taskStream(task), way: wsAuthFrame, cursor: bad, probe: "an unknown cursor in the auth frame"})
+		s, resp, err = wsAttempt(ctx, client.WSDial{Path: taskStream(task), Way: ws.ByAuthFrame, Cursor: bad, Probe: "an unknown cursor in the auth frame"})
 		suite.Check(reqWSResume, judgeRefused(ctx, "an auth frame naming last_event_id "+bad+" (unknown)", s, resp, err, withFrame(expired), 0, wsStream()))
 		at := o.Len()
 		if err := o.Send(ctx, map[string]any{"type": "resume", "id": o.NewID(), "last_event_id": bad}); err != nil {
@@ -354,7 +355,7 @@ var _ = Describe("WebSocket resume (harn-ws.v1)", func() {
 		// A connection dropped while a task runs: events happen while the
 		// client is away and after it is back.
 		xHook("no task can be kept running across a dropped connection (resume from a cursor into a finished task's history was checked)")
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		after := l.Len()
 		run := xSubmit(ctx, sess, nil, xStep("emit", "count", 2), xStep("input_required", "prompt", "conform ws resume 1"), xStep("emit", "count", 3),
 			xStep("input_required", "prompt", "conform ws resume 2"), xStep("emit", "count", 2), xStep("complete"))
@@ -362,14 +363,14 @@ var _ = Describe("WebSocket resume (harn-ws.v1)", func() {
 		if _, why := l.await(ctx, wsProgress(), after, "task.input_required event", eventOf(run, "task.input_required")); why != "" {
 			suite.Unverified(fmt.Sprintf("the session stream delivered no task.input_required event of task %s live: %s", run, why), "deliver events as event frames (EXT-WS-007), and run the input_required step as docs/scenarios.md says")
 		}
-		evs := frameEvents(l.Frames())
+		evs := ws.Events(l.Frames())
 		cursor := xID(evs[len(evs)-1])
 		l.Drop()
 		xTaskInput(ctx, run, "input", xTextPart("conform ws resume 1"), reqWSResume)
 		if !awaitKind(ctx, run, "task.input_required", 2) {
 			suite.Unverified(fmt.Sprintf("task %s, answered once, did not wait for input a second time within --task-timeout", run), "run the input_required steps as docs/scenarios.md says")
 		}
-		r := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders, cursor: cursor})
+		r := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders, Cursor: cursor})
 		if got := r.ready.Obj["last_event_id"]; got != cursor {
 			suite.Check(reqWSResume, fmt.Errorf("GET %s with Last-Event-ID %s: the ready frame names last_event_id %v, want the cursor taken", r.Path, cursor, got))
 		}
@@ -410,7 +411,7 @@ var _ = Describe("WebSocket replayed marker (harn-ws.v1)", func() {
 		if len(hist) == 0 {
 			suite.Unverified(fmt.Sprintf("GET /v1/sessions/%s/events lists no event after a task ran in it: no history to deliver", sess), "record the session's events (CORE-EVT-001)")
 		}
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		last := xID(hist[len(hist)-1])
 		lf, why := l.await(ctx, wsStream(), 0, "event "+last, withEventID(last))
 		if why != "" {
@@ -432,7 +433,7 @@ var _ = Describe("WebSocket replayed marker (harn-ws.v1)", func() {
 	It("re-sends a pending input request to a new connection marked replayed: true, while the live one is replayed: false", suite.Req(reqWSReplayed), func(ctx SpecContext) {
 		xHook("no task can be made to wait for input")
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
-		l := wsOpen(ctx, wsDial{path: sessionStream(sess), way: wsHeaders})
+		l := wsOpen(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
 		after := l.Len()
 		task := xSubmit(ctx, sess, nil, xStep("input_required", "prompt", "conform ws replayed"), xStep("complete"))
 		cancelAtEnd(ctx, task)
@@ -440,17 +441,17 @@ var _ = Describe("WebSocket replayed marker (harn-ws.v1)", func() {
 		if why != "" {
 			suite.Unverified(fmt.Sprintf("task %s waits for input, but %s", task, why), "send an input_request frame for a task waiting for input (EXT-WS-008)")
 		}
-		if bad := replayedIs([]client.WSFrame{in}, false); len(bad) > 0 {
+		if bad := replayedIs([]ws.Frame{in}, false); len(bad) > 0 {
 			suite.Check(reqWSReplayed, fmt.Errorf("GET %s: the input request of task %s, sent live as the task began to wait: %s, want replayed: false", l.Path, task, bad[0]))
 		}
 		id := in.Str("request_id")
-		for _, d := range []wsDial{
-			{path: sessionStream(sess), way: wsAuthFrame},
-			{path: sessionStream(sess), way: wsHeaders, cursor: in.Str("event_id")},
+		for _, d := range []client.WSDial{
+			{Path: sessionStream(sess), Way: ws.ByAuthFrame},
+			{Path: sessionStream(sess), Way: ws.ByHeaders, Cursor: in.Str("event_id")},
 		} {
-			what := fmt.Sprintf("a new connection to %s (no cursor)", d.path)
-			if d.cursor != "" {
-				what = fmt.Sprintf("a new connection to %s resuming after %s, the event that opened the wait", d.path, d.cursor)
+			what := fmt.Sprintf("a new connection to %s (no cursor)", d.Path)
+			if d.Cursor != "" {
+				what = fmt.Sprintf("a new connection to %s resuming after %s, the event that opened the wait", d.Path, d.Cursor)
 			}
 			r := wsOpen(ctx, d)
 			re, why := awaitRequest(ctx, r, 0, task, nil, "input_request")
@@ -460,7 +461,7 @@ var _ = Describe("WebSocket replayed marker (harn-ws.v1)", func() {
 			case re.Str("request_id") != id:
 				suite.Check(reqWSReplayed, fmt.Errorf("%s: the input request re-sent for task %s names request_id %q, want the pending request %q", what, task, re.Str("request_id"), id))
 			default:
-				if bad := replayedIs([]client.WSFrame{re}, true); len(bad) > 0 {
+				if bad := replayedIs([]ws.Frame{re}, true); len(bad) > 0 {
 					suite.Check(reqWSReplayed, fmt.Errorf("%s: the pending input request of task %s, re-sent from history: %s, want replayed: true", what, task, bad[0]))
 				}
 			}

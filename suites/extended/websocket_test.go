@@ -5,17 +5,8 @@ import (
 	"testing"
 
 	"github.com/harn-conform/conform/fixtures/schemas"
-	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/ws"
 )
-
-func TestLoopback(t *testing.T) {
-	for host, want := range map[string]bool{"localhost": true, "LOCALHOST": true, "127.0.0.1": true, "127.9.8.7": true, "::1": true,
-		"10.0.0.1": false, "harness.example.com": false, "localhost.example.com": false, "": false, "::ffff:8.8.8.8": false} {
-		if got := loopback(host); got != want {
-			t.Errorf("loopback(%q) = %v, want %v", host, got, want)
-		}
-	}
-}
 
 func TestWSURLsIn(t *testing.T) {
 	doc := map[string]any{"capabilities": map[string]any{"websocket": true}, "links": []any{"ws://a.example/x", map[string]any{"u": "WSS://b.example/y"}},
@@ -32,15 +23,15 @@ func (s sentTypes) SentType(id string) string { return s[id] }
 // Each schema problem goes to the requirement of its frame's type.
 func TestFrameReq(t *testing.T) {
 	sent := sentTypes{"c-1": "user_message", "c-2": "resume", "c-3": "approval_response"}
-	frame := func(typ string, kv ...string) client.WSFrame {
+	frame := func(typ string, kv ...string) ws.Frame {
 		obj := map[string]any{"type": typ}
 		for i := 0; i+1 < len(kv); i += 2 {
 			obj[kv[i]] = kv[i+1]
 		}
-		return client.WSFrame{Type: typ, Obj: obj}
+		return ws.Frame{Type: typ, Obj: obj}
 	}
 	for _, tc := range []struct {
-		f    client.WSFrame
+		f    ws.Frame
 		loc  string
 		want string
 	}{
@@ -57,7 +48,7 @@ func TestFrameReq(t *testing.T) {
 		{frame("error"), "/error/code", reqWSOffer},
 		{frame("error", "in_reply_to", "unknown"), "", reqWSOffer},
 		{frame("pong"), "", reqWSBeat},
-		{client.WSFrame{}, "", reqWSText},
+		{ws.Frame{}, "", reqWSText},
 	} {
 		if got := frameReq(sent, tc.f, schemas.Problem{Location: tc.loc}); got != tc.want {
 			t.Errorf("frameReq(%v at %q) = %s, want %s", tc.f.Obj, tc.loc, got, tc.want)
@@ -66,7 +57,7 @@ func TestFrameReq(t *testing.T) {
 }
 
 func TestReplayedIs(t *testing.T) {
-	fs := []client.WSFrame{
+	fs := []ws.Frame{
 		{Seq: 1, Type: "ready", Obj: map[string]any{"type": "ready"}},
 		{Seq: 2, Type: "event", Obj: map[string]any{"type": "event", "replayed": true}},
 		{Seq: 3, Type: "event", Obj: map[string]any{"type": "event", "replayed": false}},

@@ -11,14 +11,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // Events (EXT-EVENT-001..003), transports (EXT-TRANSPORT-002, -003; REST
@@ -226,12 +225,48 @@ func judgeSpans(id string, evs []map[string]any) {
 
 // ---- transports ----
 
+// streamTransport is a transport that pushes a Session's or Task's Events
+// beside REST, as the transport specs use it: EXT-TRANSPORT-002 opens each
+// one advertised (works), parity observes a run through each
+// (EXT-TRANSPORT-004, open: its client.Feed). The specs of the transport's
+// own profile are files of their own (the core suite's streaming.go,
+// websocket*.go here).
+type streamTransport struct {
+	name  string // the capability and card transport that advertise it (client.Transport*)
+	label string // how a view names it: "SSE GET /v1/tasks/t1/stream"
+	// blocked says why the suite may not open it on this target ("" when
+	// it may); nil when nothing can.
+	blocked func() string
+	// works opens path and wants it to deliver (EXT-TRANSPORT-002).
+	works func(ctx context.Context, path string) error
+	// open opens a feed of path for a parity run, or says in f why there
+	// is none (broken, or left out).
+	open func(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed
+}
+
+// streamTransports are the stream transports, in the order the specs
+// judge them. A new transport is one more entry (docs/architecture.md,
+// "Recipe: a new transport").
+var streamTransports = []streamTransport{
+	{name: client.TransportSSE, label: "SSE", works: sseWorks, open: parOpenSSE},
+	{name: client.TransportWebSocket, label: "WebSocket", blocked: wsBlocked, works: upgrades, open: parOpenWS},
+}
+
+// transportNames are "rest" and the stream transports' names.
+func transportNames() []string {
+	names := []string{"rest"}
+	for _, t := range streamTransports {
+		names = append(names, t.name)
+	}
+	return names
+}
+
 // advertised lists the transports the target advertises: discovery's
 // capabilities, and the agent card's harn_interfaces (with their URLs).
 func advertised(ctx context.Context) (map[string]bool, map[string][]string) {
 	GinkgoHelper()
 	caps := map[string]bool{}
-	for _, t := range []string{"rest", "sse", "websocket"} {
+	for _, t := range transportNames() {
 		if v, _ := suite.Env().Discovery.Capabilities[t].(bool); v {
 			caps[t] = true
 		}
@@ -255,7 +290,7 @@ func advertised(ctx context.Context) (map[string]bool, map[string][]string) {
 // request path; "" when it points elsewhere.
 func localPath(u string) string {
 	base := suite.Client().Options().BaseURL
-	for _, b := range []string{base, "ws" + strings.TrimPrefix(base, "http")} {
+	for _, b := range []string{base, ws.URL(base)} {
 		if rest, ok := strings.CutPrefix(u, strings.TrimRight(b, "/")); ok && strings.HasPrefix(rest, "/") {
 			if p, _, _ := strings.Cut(rest, "?"); p != "" {
 				return p
@@ -265,75 +300,37 @@ func localPath(u string) string {
 	return ""
 }
 
-// feed is an open SSE stream's events, read into a channel until the spec
-// ends, and why the stream ended if it did.
-type feed struct {
-	evs  <-chan check.Event
-	mu   sync.Mutex
-	end  error // why reading stopped; set before evs closes
-	path string
-}
-
-// openStream opens an SSE stream and reads its events into a feed until
-// the spec ends.
-func openStream(ctx context.Context, path, req string) (*client.Stream, *feed) {
+// openStream opens an SSE stream, closed when the spec ends.
+func openStream(ctx context.Context, path, req string) *client.Stream {
 	GinkgoHelper()
-	sctx, cancel := context.WithCancel(ctx)
-	s, err := suite.Client().Stream(sctx, client.Request{Path: path})
+	s, err := suite.Client().Stream(ctx, client.Request{Path: path})
 	if err != nil {
-		cancel()
 		suite.Transport(err, req)
 	}
-	out := make(chan check.Event, 256)
-	f := &feed{evs: out, path: path}
-	done := make(chan struct{})
-	DeferCleanup(func() { cancel(); s.Close(); <-done })
-	go func() {
-		defer close(done)
-		defer close(out)
-		for {
-			fr, err := s.NextEvent(sctx)
-			if err != nil {
-				// The reader of the feed reports it (awaitFrame's why):
-				// this goroutine may outlive the spec. Frames that are no
-				// event are Core's to judge (CORE-SSE-*).
-				f.mu.Lock()
-				f.end = err
-				f.mu.Unlock()
-				return
-			}
-			if e, err := check.FrameEvent(path, fr); err == nil {
-				select {
-				case out <- e:
-				case <-sctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return s, f
+	DeferCleanup(s.Close)
+	return s
 }
 
-// awaitFrame reads f until an event satisfies want, or says why none
-// came: --stream-timeout passed, or the stream ended (and how).
-func awaitFrame(ctx context.Context, f *feed, want func(check.Event) bool) (check.Event, string) {
-	t := time.NewTimer(suite.Env().Config.Timeouts.Stream)
-	defer t.Stop()
+// awaitEvent reads f (the feed of path) until an Event satisfies want, or
+// says why none came: --stream-timeout passed, or the feed ended (and
+// how). Units that are no Event are passed over: they are Core's to judge
+// (CORE-SSE-*).
+func awaitEvent(ctx context.Context, f client.Feed, path string, want func(check.Event) bool) (check.Event, string) {
+	wctx, cancel := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
+	defer cancel()
 	for {
-		select {
-		case e, ok := <-f.evs:
-			if !ok {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return check.Event{}, fmt.Sprintf("the stream %s ended first (%v)", f.path, f.end)
-			}
-			if want(e) {
-				return e, ""
-			}
-		case <-t.C:
-			return check.Event{}, fmt.Sprintf("none came on %s within --stream-timeout", f.path)
-		case <-ctx.Done():
-			return check.Event{}, fmt.Sprintf("the spec ended while waiting on %s", f.path)
+		fe, err := f.ReadEvent(wctx)
+		var we *client.WaitError
+		switch {
+		case errors.As(err, &we) && !we.Timeout():
+			return check.Event{}, fmt.Sprintf("the stream %s ended first (%v)", path, we.Ended)
+		case err != nil && ctx.Err() != nil:
+			return check.Event{}, fmt.Sprintf("the spec ended while waiting on %s", path)
+		case err != nil:
+			return check.Event{}, fmt.Sprintf("none came on %s within --stream-timeout", path)
+		}
+		if e, err := check.FeedEvent(path, fe); err == nil && want(e) {
+			return e, ""
 		}
 	}
 }
@@ -354,43 +351,36 @@ var _ = Describe("Transports", func() {
 				suite.Check(reqAdvertised, err)
 			}
 		}
-		if caps["sse"] || caps["websocket"] {
+		if slices.ContainsFunc(streamTransports, func(t streamTransport) bool { return caps[t.name] }) {
 			sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 			task := xSubmit(ctx, sess, nil)
-			if caps["sse"] {
+			for _, t := range streamTransports {
+				if !caps[t.name] {
+					continue
+				}
 				paths := []string{"/v1/tasks/" + client.Seg(task) + "/stream"}
-				for _, u := range urls["sse"] {
+				for _, u := range urls[t.name] {
 					if p := localPath(u); p != "" && !slices.Contains(paths, p) {
 						paths = append(paths, p)
 					} else if p == "" {
-						suite.Note(fmt.Sprintf("%s: the card's sse interface %q is not under the target's base URL; it is not opened", reqAdvertised, u))
+						suite.Note(fmt.Sprintf("%s: the card's %s interface %q is not under the target's base URL; it is not opened", reqAdvertised, t.name, u))
+					}
+				}
+				if t.blocked != nil {
+					if why := t.blocked(); why != "" {
+						// The scheme is the transport's own requirement to judge.
+						suite.Note(fmt.Sprintf("%s: the %s transport is not opened: %s", reqAdvertised, t.name, why))
+						continue
 					}
 				}
 				for _, p := range paths {
 					judged++
-					suite.Check(reqAdvertised, sseWorks(ctx, p))
-				}
-			}
-			if caps["websocket"] {
-				paths := []string{"/v1/tasks/" + client.Seg(task) + "/stream"}
-				for _, u := range urls["websocket"] {
-					if p := localPath(u); p != "" && !slices.Contains(paths, p) {
-						paths = append(paths, p)
-					}
-				}
-				if why := plainRemote(wsBaseURL()); why != "" {
-					// No credential over plain ws:// elsewhere (EXT-WS-002 judges the URL).
-					suite.Note(fmt.Sprintf("%s: the websocket transport is not opened: %s", reqAdvertised, why))
-				} else {
-					for _, p := range paths {
-						judged++
-						suite.Check(reqAdvertised, upgrades(ctx, p))
-					}
+					suite.Check(reqAdvertised, t.works(ctx, p))
 				}
 			}
 		}
 		for t := range caps {
-			if t != "rest" && t != "sse" && t != "websocket" {
+			if !slices.Contains(transportNames(), t) {
 				suite.Note(fmt.Sprintf("%s: the card advertises a %q interface, another protocol's transport that this suite does not check", reqAdvertised, t))
 			}
 		}
@@ -405,7 +395,7 @@ var _ = Describe("Transports", func() {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		id := xSubmit(ctx, sess, nil, xStep("input_required", "prompt", "conform stream"), xStep("auth_required", "reason", "conform stream"), xStep("work", "ms", 600000))
 		path := "/v1/tasks/" + client.Seg(id) + "/stream"
-		s, evs := openStream(ctx, path, reqSSEOneWay)
+		s := openStream(ctx, path, reqSSEOneWay)
 		if err := check.EventStream(s.Response); err != nil {
 			xPrereq("opening the task's SSE stream (GET /v1/tasks/{id}/stream)", s.Response, "CORE-SSE-001")
 		}
@@ -430,11 +420,11 @@ var _ = Describe("Transports", func() {
 		}
 		for _, st := range steps {
 			if st.wait != "" {
-				if _, why := awaitFrame(ctx, evs, kindIs(st.wait)); why != "" {
+				if _, why := awaitEvent(ctx, s, path, kindIs(st.wait)); why != "" {
 					suite.Unverified(fmt.Sprintf("no %s event: %s; so %s cannot be sent while the task waits", st.wait, why, st.what),
 						"stream a task's state events live (CORE-SSE-001) and run the scenario steps as docs/scenarios.md says")
 				}
-			} else if _, why := awaitFrame(ctx, evs, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); why != "" {
+			} else if _, why := awaitEvent(ctx, s, path, func(e check.Event) bool { return xTransitionFrame(e, check.AuthRequired, check.Working) }); why != "" {
 				suite.Unverified(fmt.Sprintf("no return to WORKING after the approval: %s", why), "stream a task's state events live (CORE-SSE-001)")
 			}
 			resp := st.send()
@@ -442,7 +432,7 @@ var _ = Describe("Transports", func() {
 				suite.Check(reqSSEOneWay, fmt.Errorf("%s sent over REST while the task's SSE stream is open: %s%s, want it accepted (SSE carries no client input; REST must)", st.what, resp, xHint(resp)))
 				return
 			}
-			if _, why := awaitFrame(ctx, evs, kindIs(st.effect...)); why != "" {
+			if _, why := awaitEvent(ctx, s, path, kindIs(st.effect...)); why != "" {
 				suite.Check(reqSSEOneWay, fmt.Errorf("%s was accepted (%s), but the open stream showed no %v: %s", st.what, resp, st.effect, why))
 				return
 			}
@@ -482,10 +472,10 @@ func sseWorks(ctx context.Context, path string) error {
 // wants the upgrade accepted and the session opened with a ready frame.
 func upgrades(ctx context.Context, path string) error {
 	GinkgoHelper()
-	s, resp, err := suite.Client().OpenWS(ctx, client.Request{Path: path})
+	s, resp, err := suite.Client().OpenWS(ctx, client.WSDial{Path: path})
 	if s != nil {
 		suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
-		if _, err := wsReady(ctx, s, ""); err != nil {
+		if _, err := wsReady(ctx, s); err != nil {
 			return fmt.Errorf("the advertised websocket transport: GET %s was upgraded, but %v", path, err)
 		}
 		s.Close()

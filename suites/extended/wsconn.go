@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,12 +17,14 @@ import (
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // The WebSocket frame profile harn-ws.v1 (docs/websocket.md): how the
 // specs of websocket*.go connect, wait for frames and judge every frame a
-// session received. Each session is recorded into the spec's transcript
-// (client.WSSession); when the spec ends, however it ends, every server
+// session received. Dialing (the two ways to authenticate, the
+// subprotocol) is client.OpenWS, the frames are ws.Frame; each session is
+// recorded into the spec's transcript (client.WSSession); when the spec ends, however it ends, every server
 // frame it received is judged against the profile: a frame that is not a
 // text message of one JSON object fails EXT-WS-003 whichever spec saw it,
 // and a frame that breaks its schema fails the requirement of its type
@@ -51,45 +51,10 @@ const (
 // remedyWS is the remedy of a spec whose WebSocket session did not open.
 const remedyWS = "serve the harn-ws.v1 WebSocket profile (docs/websocket.md) on /v1/sessions/{id}/events/stream and /v1/tasks/{id}/stream (EXT-WS-001); this spec checks its own requirement once a session opens"
 
-// wsWay is how a connection authenticates (docs/websocket.md section 1.3).
-type wsWay int
-
-const (
-	wsHeaders   wsWay = iota // (a) Authorization and the version header on the upgrade
-	wsAuthFrame              // (b) a browser's upgrade, then an auth frame
-)
-
-func (w wsWay) String() string {
-	if w == wsAuthFrame {
-		return "an auth frame"
-	}
-	return "headers on the upgrade"
-}
-
-// wsDial says how to open one connection.
-type wsDial struct {
-	path string
-	way  wsWay
-	// cursor resumes on connect: Last-Event-ID (way a) or the auth frame's
-	// last_event_id (way b).
-	cursor string
-	// auth is the Authorization value sent ("" = the configured key);
-	// noAuth sends none (way a: no header; way b: no auth frame, the
-	// caller sends the first frame itself).
-	auth   string
-	noAuth bool
-	// version is the protocol version sent ("" = the configured one).
-	version string
-	// probe marks an upgrade that is a deliberate negative probe, with why.
-	probe string
-}
-
 // wsLink is an open session with the ready frame that opened it.
 type wsLink struct {
 	*client.WSSession
-	ready  client.WSFrame
-	way    wsWay
-	authID string // the auth frame's id (way b)
+	ready ws.Frame
 }
 
 func wsStream() time.Duration { return suite.Env().Config.Timeouts.Stream }
@@ -104,41 +69,21 @@ func wsProgress() time.Duration {
 func sessionStream(sess string) string { return "/v1/sessions/" + client.Seg(sess) + "/events/stream" }
 func taskStream(task string) string    { return "/v1/tasks/" + client.Seg(task) + "/stream" }
 
-// loopback reports whether host is a loopback address: 127.0.0.0/8, ::1 or
-// localhost (docs/interpretations.md#ws-wss).
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// plainRemote says why a WebSocket URL (ws, wss, http or https) may not
-// carry a credential: plain ws:// (or http://) to a host other than
-// loopback, when the operator has not marked the deployment trusted
-// development. "" when it may.
-func plainRemote(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return fmt.Sprintf("%q is not an absolute URL", raw)
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "wss", "https":
-		return ""
-	case "ws", "http":
-		if loopback(u.Hostname()) || suite.Env().Config.WSTrustedDev {
-			return ""
-		}
-		return fmt.Sprintf("%s is plain ws:// to %s, which is not a loopback address, and the deployment is not marked trusted development (--ws-trusted-dev)", raw, u.Hostname())
-	}
-	return fmt.Sprintf("%s is neither wss:// nor ws://", raw)
-}
+// plainRemote says why a WebSocket URL may not carry a credential ("" when
+// it may): ws.PlainRemote with the operator's --ws-trusted-dev.
+func plainRemote(raw string) string { return ws.PlainRemote(raw, suite.Env().Config.WSTrustedDev) }
 
 // wsBaseURL is the URL the suite's WebSocket connections use.
-func wsBaseURL() string {
-	b := strings.TrimRight(suite.Client().Options().BaseURL, "/")
-	return "ws" + strings.TrimPrefix(b, "http")
+func wsBaseURL() string { return ws.URL(strings.TrimRight(suite.Client().Options().BaseURL, "/")) }
+
+// wsBlocked says why the suite may not open a WebSocket on the target
+// ("" when it may): no credential travels over plain ws:// to a host
+// other than loopback (the scheme is EXT-WS-002's to judge).
+func wsBlocked() string {
+	if why := plainRemote(wsBaseURL()); why != "" {
+		return "the suite sends no credential over it: " + why
+	}
+	return ""
 }
 
 // wsAllowed ends the spec unverified when the suite may not send a
@@ -169,50 +114,16 @@ func wsAdvertised(ctx context.Context) string {
 
 // wsAttempt opens a connection as d says, with no verdict: the session
 // (nil when the upgrade was refused or failed), the upgrade's answer, and
-// the error. Way (b) sends the auth frame unless d.noAuth. Every session
-// opened is closed and its frames judged when the spec ends (judgeFrames).
-func wsAttempt(ctx context.Context, d wsDial) (*client.WSSession, *client.Response, string, error) {
+// the error (client.OpenWS). Every session opened is closed and its frames
+// judged when the spec ends (judgeFrames).
+func wsAttempt(ctx context.Context, d client.WSDial) (*client.WSSession, *client.Response, error) {
 	GinkgoHelper()
 	wsAllowed()
-	req := client.Request{Path: d.path, Probe: d.probe}
-	if d.way == wsAuthFrame {
-		// A browser's upgrade: neither header (the credential and the
-		// version travel in the auth frame).
-		req.NoAuth, req.NoVersion = true, true
-		if d.probe == "" {
-			req.Probe = "a browser's WebSocket upgrade: the credential and version travel in the auth frame (docs/websocket.md section 1.3)"
-		}
-	} else {
-		req.NoAuth, req.Authorization, req.Version = d.noAuth, d.auth, d.version
-		if d.cursor != "" {
-			req.Header = http.Header{"Last-Event-ID": {d.cursor}}
-		}
+	s, resp, err := suite.Client().OpenWS(ctx, d)
+	if s != nil {
+		suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
 	}
-	s, resp, err := suite.Client().OpenWS(ctx, req)
-	if s == nil {
-		return nil, resp, "", err
-	}
-	suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
-	authID := ""
-	if d.way == wsAuthFrame && !d.noAuth {
-		authID = s.NewID()
-		auth := d.auth
-		if auth == "" {
-			auth = "Bearer " + suite.Client().Options().APIKey
-		}
-		version := d.version
-		if version == "" {
-			version = suite.Env().Config.ProtocolVersion
-		}
-		var cursor any
-		if d.cursor != "" {
-			cursor = d.cursor
-		}
-		if err := s.Send(ctx, map[string]any{"type": "auth", "id": authID, "authorization": auth, "protocol_version": version, "last_event_id": cursor}); err != nil {
-			return s, resp, authID, err
-		}
-	}
-	return s, resp, authID, nil
+	return s, resp, err
 }
 
 // wsSilence remembers a session that got no frame at all within
@@ -233,13 +144,13 @@ func wsSilent() error {
 
 // wsReady waits for the session's first frame and wants it to be ready
 // (naming the auth frame's id when there was one): nil when it is.
-func wsReady(ctx context.Context, s *client.WSSession, authID string) (client.WSFrame, error) {
+func wsReady(ctx context.Context, s *client.WSSession) (ws.Frame, error) {
 	if err := wsSilent(); err != nil {
-		return client.WSFrame{}, fmt.Errorf("no ready frame waited for: %w", err)
+		return ws.Frame{}, fmt.Errorf("no ready frame waited for: %w", err)
 	}
-	f, err := s.Await(ctx, wsStream(), 0, func(client.WSFrame) bool { return true })
+	f, err := s.Await(ctx, wsStream(), 0, func(ws.Frame) bool { return true })
 	if err != nil {
-		var we *client.WSWaitError
+		var we *client.WaitError
 		if errors.As(err, &we) && we.Timeout() {
 			why := fmt.Sprintf("an earlier session (GET %s) got no frame at all within --stream-timeout %s of its upgrade", s.Path, wsStream())
 			wsSilence.CompareAndSwap(nil, &why)
@@ -247,23 +158,23 @@ func wsReady(ctx context.Context, s *client.WSSession, authID string) (client.WS
 		return f, fmt.Errorf("no ready frame: %w (--stream-timeout %s)", err, wsStream())
 	}
 	switch {
-	case f.Type == "error":
+	case f.Type == ws.TypeError:
 		return f, fmt.Errorf("the first frame is an error instead of ready: %s", bounded(f.Raw))
-	case f.Type != "ready":
+	case f.Type != ws.TypeReady:
 		return f, fmt.Errorf("the first frame is %s, want ready: %s", f, bounded(f.Raw))
 	case f.Str("profile") != schemas.WSProfile:
 		return f, fmt.Errorf("the ready frame names profile %v, want %q", f.Obj["profile"], schemas.WSProfile)
-	case authID != "" && f.Str("in_reply_to") != authID:
-		return f, fmt.Errorf("the ready frame answers in_reply_to %v, want the auth frame's id %q", f.Obj["in_reply_to"], authID)
+	case s.AuthID != "" && f.Str("in_reply_to") != s.AuthID:
+		return f, fmt.Errorf("the ready frame answers in_reply_to %v, want the auth frame's id %q", f.Obj["in_reply_to"], s.AuthID)
 	}
 	return f, nil
 }
 
 // wsConnect opens a session and waits for its ready frame, with no
 // verdict: the link, or why there is none.
-func wsConnect(ctx context.Context, d wsDial) (*wsLink, error) {
+func wsConnect(ctx context.Context, d client.WSDial) (*wsLink, error) {
 	GinkgoHelper()
-	s, resp, authID, err := wsAttempt(ctx, d)
+	s, resp, err := wsAttempt(ctx, d)
 	if s == nil {
 		var te *client.TransportError
 		if resp == nil && errors.As(err, &te) {
@@ -275,13 +186,13 @@ func wsConnect(ctx context.Context, d wsDial) (*wsLink, error) {
 		suite.Transport(err)
 	}
 	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != schemas.WSProfile {
-		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.path, sub, schemas.WSProfile)
+		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.Path, sub, schemas.WSProfile)
 	}
-	ready, err := wsReady(ctx, s, authID)
+	ready, err := wsReady(ctx, s)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s (authenticated with %s): %w", d.path, d.way, err)
+		return nil, fmt.Errorf("GET %s (authenticated with %s): %w", d.Path, d.Way, err)
 	}
-	return &wsLink{WSSession: s, ready: ready, way: d.way, authID: authID}, nil
+	return &wsLink{WSSession: s, ready: ready}, nil
 }
 
 // wsRefusal describes a refused upgrade.
@@ -300,7 +211,7 @@ func wsRefusal(resp *client.Response, err error) error {
 // wsOpen opens a session that the spec needs but does not judge: when none
 // opens, the spec is unverified (remedyWS), naming what the target
 // advertises.
-func wsOpen(ctx context.Context, d wsDial) *wsLink {
+func wsOpen(ctx context.Context, d client.WSDial) *wsLink {
 	GinkgoHelper()
 	l, err := wsConnect(ctx, d)
 	if err != nil {
@@ -308,19 +219,19 @@ func wsOpen(ctx context.Context, d wsDial) *wsLink {
 		if adv == "" {
 			adv = "the target advertises no WebSocket transport (discovery capabilities.websocket, agent card)"
 		}
-		suite.Unverified(fmt.Sprintf("opening a harn-ws.v1 session on %s (%s): %v; %s", d.path, d.way, err, adv), remedyWS)
+		suite.Unverified(fmt.Sprintf("opening a harn-ws.v1 session on %s (%s): %v; %s", d.Path, d.Way, err, adv), remedyWS)
 	}
 	return l
 }
 
 // await waits up to d for a frame after frame number after that
 // satisfies want; why says in words why none came ("" when one did).
-func (l *wsLink) await(ctx context.Context, d time.Duration, after int, what string, want func(client.WSFrame) bool) (client.WSFrame, string) {
+func (l *wsLink) await(ctx context.Context, d time.Duration, after int, what string, want func(ws.Frame) bool) (ws.Frame, string) {
 	f, err := l.Await(ctx, d, after, want)
 	if err == nil {
 		return f, ""
 	}
-	var we *client.WSWaitError
+	var we *client.WaitError
 	if errors.As(err, &we) && we.Timeout() {
 		limit := "--stream-timeout"
 		if d != wsStream() {
@@ -332,7 +243,7 @@ func (l *wsLink) await(ctx context.Context, d time.Duration, after int, what str
 }
 
 // command sends a command frame and waits for its result or error.
-func (l *wsLink) command(ctx context.Context, frame map[string]any) (client.WSFrame, string) {
+func (l *wsLink) command(ctx context.Context, frame map[string]any) (ws.Frame, string) {
 	GinkgoHelper()
 	f, err := l.Command(ctx, wsStream(), frame)
 	if err == nil {
@@ -342,7 +253,7 @@ func (l *wsLink) command(ctx context.Context, frame map[string]any) (client.WSFr
 	if errors.As(err, &te) {
 		suite.Transport(err)
 	}
-	var we *client.WSWaitError
+	var we *client.WaitError
 	if errors.As(err, &we) && we.Timeout() {
 		return f, fmt.Sprintf("the %v command (id %v) got no result or error frame on %s within --stream-timeout (%s)", frame["type"], frame["id"], l.Path, wsStream())
 	}
@@ -351,9 +262,8 @@ func (l *wsLink) command(ctx context.Context, frame map[string]any) (client.WSFr
 
 // resultOf wants a command's answer to be a result with one of statuses,
 // and returns its result member.
-func resultOf(f client.WSFrame, what string, statuses ...int) (map[string]any, error) {
-	st := frameStatus(f)
-	if f.Type != "result" || !slices.Contains(statuses, st) {
+func resultOf(f ws.Frame, what string, statuses ...int) (map[string]any, error) {
+	if f.Type != ws.TypeResult || !slices.Contains(statuses, f.Status()) {
 		return nil, fmt.Errorf("%s: answered %s %s, want a result frame with status %v", what, f, bounded(f.Raw), statuses)
 	}
 	r := f.Member("result")
@@ -363,25 +273,6 @@ func resultOf(f client.WSFrame, what string, statuses ...int) (map[string]any, e
 	return r, nil
 }
 
-// frameStatus is a result or error frame's status (0 when not a number).
-func frameStatus(f client.WSFrame) int {
-	if n, err := numberInt(f.Obj["status"]); err == nil {
-		return int(n)
-	}
-	return 0
-}
-
-func numberInt(v any) (int64, error) {
-	type int64er interface{ Int64() (int64, error) }
-	if n, ok := v.(int64er); ok {
-		return n.Int64()
-	}
-	return 0, fmt.Errorf("%v is not an integer", v)
-}
-
-// errorCode is an error frame's error.code.
-func errorCode(f client.WSFrame) string { c, _ := f.Member("error")["code"].(string); return c }
-
 func bounded(b []byte) string {
 	s := suite.Env().Redactor.String(string(b))
 	if r := []rune(s); len(r) > 300 {
@@ -390,26 +281,21 @@ func bounded(b []byte) string {
 	return s
 }
 
-// isEvent matches an event frame; withEventID one carrying event id.
-func isEvent(f client.WSFrame) bool { return f.Type == "event" }
-
-func withEventID(id string) func(client.WSFrame) bool {
-	return func(f client.WSFrame) bool { return f.Type == "event" && f.Str("event_id") == id }
+// withEventID matches an event frame carrying event id.
+func withEventID(id string) func(ws.Frame) bool {
+	return func(f ws.Frame) bool { return f.Type == ws.TypeEvent && f.Str("event_id") == id }
 }
 
-// eventKind is an event frame's Event kind.
-func eventKind(f client.WSFrame) string { k, _ := f.Member("event")["event"].(string); return k }
-
 // eventOf matches an event frame of kind about task (any task when "").
-func eventOf(task string, kinds ...string) func(client.WSFrame) bool {
-	return func(f client.WSFrame) bool {
-		if f.Type != "event" || !slices.Contains(kinds, eventKind(f)) {
+func eventOf(task string, kinds ...string) func(ws.Frame) bool {
+	return func(f ws.Frame) bool {
+		if f.Type != ws.TypeEvent || !slices.Contains(kinds, f.EventKind()) {
 			return false
 		}
 		if task == "" {
 			return true
 		}
-		e := f.Member("event")
+		e := f.Event()
 		r, _ := e["resource"].(map[string]any)
 		return e["task_id"] == task || (r["object"] == "task" && r["id"] == task)
 	}
@@ -417,17 +303,6 @@ func eventOf(task string, kinds ...string) func(client.WSFrame) bool {
 
 // terminalKinds are the events that end a task.
 var terminalKinds = []string{"task.completed", "task.failed", "task.canceled"}
-
-// frameEvents are the Events of the event frames among fs, in order.
-func frameEvents(fs []client.WSFrame) []map[string]any {
-	var out []map[string]any
-	for _, f := range fs {
-		if f.Type == "event" {
-			out = append(out, f.Member("event"))
-		}
-	}
-	return out
-}
 
 // sessionEvents reads every event of session sess (xPrereq on failure).
 func sessionEvents(ctx context.Context, sess string) []map[string]any {
@@ -456,48 +331,45 @@ func parity(restName string, rest []map[string]any, wsName string, got []map[str
 
 // ---- judging every frame a session received ----
 
-// serverTypes are the frame types a server sends (the profile's index).
-var serverTypes = []string{"ready", "event", "input_request", "authorization_request", "approval_request", "tool_request", "result", "error", "ping", "pong"}
-
 // commandReqs maps the type of a client frame to the requirement its
 // answer (result or error) belongs to.
 var commandReqs = map[string]string{
-	"auth": reqWSOffer, "user_message": reqWSMessage, "cancel_task": reqWSCancel, "truncate_session": reqWSTruncate,
-	"input_response": reqWSRequests, "authorization_response": reqWSRequests, "approval_response": reqWSHost, "tool_result": reqWSHost,
-	"resume": reqWSResume, "ping": reqWSBeat,
+	ws.TypeAuth: reqWSOffer, ws.TypeUserMessage: reqWSMessage, ws.TypeCancelTask: reqWSCancel, ws.TypeTruncateSession: reqWSTruncate,
+	ws.TypeInputResponse: reqWSRequests, ws.TypeAuthorizationResponse: reqWSRequests, ws.TypeApprovalResponse: reqWSHost, ws.TypeToolResult: reqWSHost,
+	ws.TypeResume: reqWSResume, ws.TypePing: reqWSBeat,
 }
 
 // frameReq is the requirement a schema problem of frame f belongs to.
-func frameReq(s interface{ SentType(id string) string }, f client.WSFrame, p schemas.Problem) string {
+func frameReq(s interface{ SentType(id string) string }, f ws.Frame, p schemas.Problem) string {
 	at := func(ptr string) bool { return p.Location == ptr || strings.HasPrefix(p.Location, ptr+"/") }
 	switch f.Type {
-	case "ready":
+	case ws.TypeReady:
 		if at("/heartbeat_interval_ms") || at("/pong_timeout_ms") {
 			return reqWSBeat
 		}
 		return reqWSOffer
-	case "event":
+	case ws.TypeEvent:
 		if at("/replayed") {
 			return reqWSReplayed
 		}
 		return reqWSEvents
-	case "input_request", "authorization_request":
+	case ws.TypeInputRequest, ws.TypeAuthorizationRequest:
 		if at("/replayed") {
 			return reqWSReplayed
 		}
 		return reqWSRequests
-	case "approval_request", "tool_request":
+	case ws.TypeApprovalRequest, ws.TypeToolRequest:
 		if at("/replayed") {
 			return reqWSReplayed
 		}
 		return reqWSHost
-	case "ping", "pong":
+	case ws.TypePing, ws.TypePong:
 		return reqWSBeat
-	case "result", "error":
+	case ws.TypeResult, ws.TypeError:
 		if r, ok := commandReqs[s.SentType(f.Str("in_reply_to"))]; ok {
 			return r
 		}
-		if f.Type == "error" && errorCode(f) == "cursor_expired" {
+		if f.Type == ws.TypeError && f.ErrorCode() == "cursor_expired" {
 			return reqWSResume
 		}
 		return reqWSOffer // a connection-level error: the profile spoken at all
@@ -533,7 +405,7 @@ func judgeFrames(s *client.WSSession) {
 	var unknown []string
 	readies := 0
 	for _, f := range s.Frames() {
-		if f.Type == "ready" {
+		if f.Type == ws.TypeReady {
 			readies++
 			if readies == 2 {
 				add(reqWSOffer, fmt.Sprintf("GET %s %s: a second ready frame; the profile sends one, first after authentication", s.Path, f))
@@ -546,7 +418,7 @@ func judgeFrames(s *client.WSSession) {
 			add(reqWSText, fmt.Sprintf("GET %s %s: %s; received: %s", s.Path, f, f.Problems[0].Message, bounded(f.Raw)))
 			continue
 		}
-		if f.Type != "" && !slices.Contains(serverTypes, f.Type) {
+		if f.Type != "" && !slices.Contains(ws.ServerTypes, f.Type) {
 			unknown = append(unknown, f.Type)
 			continue
 		}

@@ -2,10 +2,8 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -67,7 +65,7 @@ var _ = Describe("Replayed events", func() {
 			return
 		}
 		suite.Check(req, marks("GET /v1/tasks/"+rep.id+"/events", rep.events, from))
-		sse, err := sseEvents(ctx, "/v1/tasks/"+client.Seg(rep.id)+"/stream", len(rep.events))
+		sse, err := feedEvents(ctx, sseFeed, "/v1/tasks/"+client.Seg(rep.id)+"/stream", len(rep.events))
 		if err != nil {
 			suite.NothingToCheck(req, "the replay task's SSE stream: "+err.Error(), "serve GET /v1/tasks/{id}/stream for a finished task's history")
 		} else {
@@ -77,7 +75,7 @@ var _ = Describe("Replayed events", func() {
 			suite.Note("RPLY-MARK-001: discovery does not claim websocket, so the WebSocket marker is not checked")
 			return
 		}
-		wsEvs, err := wsEvents(ctx, "/v1/tasks/"+client.Seg(rep.id)+"/stream", len(rep.events))
+		wsEvs, err := feedEvents(ctx, wsFeed, "/v1/tasks/"+client.Seg(rep.id)+"/stream", len(rep.events))
 		if err != nil {
 			suite.NothingToCheck(req, "the replay task's WebSocket stream: "+err.Error(), "serve the harn-ws.v1 profile on GET /v1/tasks/{id}/stream (docs/websocket.md)")
 			return
@@ -194,40 +192,19 @@ func judgeMeta(src *source, rep *replayRun, mode string, applied map[string]bool
 	}
 }
 
-// sseEvents reads the Events an SSE stream delivers until it has want of
-// them, it ends, or --stream-timeout passes with nothing new.
-func sseEvents(ctx context.Context, path string, want int) ([]map[string]any, error) {
+// sseFeed opens the SSE stream of path.
+func sseFeed(ctx context.Context, path string) (client.Feed, error) {
 	GinkgoHelper()
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := suite.Client().Stream(sctx, client.Request{Path: path})
+	st, err := suite.Client().Stream(ctx, client.Request{Path: path})
 	suite.Transport(err)
-	defer st.Close()
-	var out []map[string]any
-	for len(out) < want {
-		wctx, done := context.WithTimeout(ctx, suite.Env().Config.Timeouts.Stream)
-		f, err := st.NextEvent(wctx)
-		done()
-		if errors.Is(err, io.EOF) || (err != nil && errors.Is(err, client.ErrStreamTimeout) && len(out) > 0) {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		var e map[string]any
-		if json.Unmarshal([]byte(f.Data), &e) == nil && e != nil {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return st, nil
 }
 
-// wsEvents opens a harn-ws.v1 session on path (the credential in the
-// upgrade's headers) and collects the Events of its event frames until it
-// has want of them or --stream-timeout passes.
-func wsEvents(ctx context.Context, path string, want int) ([]map[string]any, error) {
+// wsFeed opens a harn-ws.v1 session on path (the credential in the
+// upgrade's headers).
+func wsFeed(ctx context.Context, path string) (client.Feed, error) {
 	GinkgoHelper()
-	s, resp, err := suite.Client().OpenWS(ctx, client.Request{Path: path})
+	s, resp, err := suite.Client().OpenWS(ctx, client.WSDial{Path: path})
 	if s == nil {
 		if resp != nil {
 			return nil, fmt.Errorf("%s: the upgrade was refused", resp)
@@ -235,26 +212,45 @@ func wsEvents(ctx context.Context, path string, want int) ([]map[string]any, err
 		suite.Transport(err)
 		return nil, err
 	}
-	defer s.Close()
+	return s, nil
+}
+
+// feedEvents opens a feed of path and collects the Events it delivers
+// until it has want of them, it ends, or --stream-timeout passes with
+// nothing new (all of it within --task-timeout). An error in place of the
+// events, or no Event at all, is an error.
+func feedEvents(ctx context.Context, open func(context.Context, string) (client.Feed, error), path string, want int) ([]map[string]any, error) {
+	GinkgoHelper()
+	fd, err := open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
 	var out []map[string]any
-	after := 0
 	wait := suite.Env().Config.Timeouts.Stream
 	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
+	var end error
 	for len(out) < want && time.Now().Before(deadline) {
-		f, err := s.Await(ctx, wait, after, func(f client.WSFrame) bool { return f.Type == "event" || f.Type == "error" })
-		if err != nil {
+		wctx, done := context.WithTimeout(ctx, wait)
+		fe, err := fd.ReadEvent(wctx)
+		done()
+		switch {
+		case err != nil:
+			end = err
+		case errors.Is(fe.Problem, client.ErrServerError):
+			return out, fmt.Errorf("an error frame: %s", fxClip(fe.Data))
+		case fe.Problem == nil:
+			out = append(out, fe.Event)
+		}
+		if end != nil {
 			break
-		}
-		after = f.Seq
-		if f.Type == "error" {
-			return out, fmt.Errorf("an error frame: %s", fxClip(f.Raw))
-		}
-		if ev := f.Member("event"); ev != nil {
-			out = append(out, ev)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no event frame within --stream-timeout %s", wait)
+		if end == nil || errors.Is(end, client.ErrStreamTimeout) {
+			return nil, fmt.Errorf("no event within --stream-timeout %s", wait)
+		}
+		return nil, end
 	}
 	return out, nil
 }
