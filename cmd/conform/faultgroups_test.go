@@ -26,7 +26,8 @@ package main
 // (TestX/row) runs each named row alone, the precise check when a grouped
 // row fails.
 //
-// The groupings are a pure function of the row tables, so the plan
+// The groupings are a pure function of the fault declarations (the rows,
+// faultrows_test.go, are the declarations sorted by name), so the plan
 // (proofPlan) and the rows agree on them without coordination.
 
 import (

@@ -276,7 +276,8 @@ func unusedProofs() []string {
 }
 
 // The plan: every proof run each proof test asks for, built from the same
-// tables the tests read. TestMain reports a planned run no test collected.
+// declarations and lists the tests read. TestMain reports a planned run no
+// test collected.
 var proofPlan = map[string]func() []proofJob{
 	"TestCoreFaultsCaught":        func() []proofJob { return poolJobs("core") },
 	"TestHooklessFaultsCaught":    func() []proofJob { return poolJobs("core-hookless") },
