@@ -4,6 +4,41 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: authorization between actors (EXT-AUTHZ-001, -002,
+// -008, -009): a second tenant and a read-only actor.
+var (
+	FaultAuthzCrossTenantReads = declare(fault.Fault{Name: "authz-cross-tenant-reads",
+		Doc:   "another tenant's resources are served to reads by id (GET, streams, content)",
+		Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"},
+		Run:   fault.Actors})
+	FaultAuthzCrossTenantWrites = declare(fault.Fault{Name: "authz-cross-tenant-writes",
+		Doc:   "writes naming another tenant's resources (path or body) are carried out",
+		Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"},
+		Run:   fault.Actors})
+	FaultAuthzListsLeak = declare(fault.Fault{Name: "authz-lists-leak",
+		Doc:   "lists, event ranges and the global stream include other tenants' resources",
+		Fails: []string{"EXT-AUTHZ-002"},
+		Run:   fault.Actors})
+	FaultAuthzHiddenAs403 = declare(fault.Fault{Name: "authz-hidden-as-403",
+		Doc:   "another tenant's resource answers 403 permission_denied, an unknown id 404: existence leaks",
+		Fails: []string{"EXT-AUTHZ-009"},
+		Run:   fault.Actors})
+	FaultAuthzActorNotBound = declare(fault.Fault{Name: "authz-actor-not-bound",
+		Doc:   "every write is attributed to actor_default (created_by, event actor), whoever's key made it",
+		Fails: []string{"EXT-AUTHZ-002"},
+		Run:   fault.Actors})
+	FaultAuthzRefusalEchoesCredential = declare(fault.Fault{Name: "authz-refusal-echoes-credential",
+		Doc:   "authorization refusals repeat the caller's Authorization header in error.details",
+		Fails: []string{"EXT-AUTHZ-008"},
+		Run:   fault.Actors})
+	FaultAuthzReadOnlyWrites = declare(fault.Fault{Name: "authz-read-only-writes",
+		Doc:   "a read-only actor's writes are carried out",
+		Fails: []string{"EXT-AUTHZ-001"},
+		Run:   fault.Actors})
 )
 
 // Authorization (EXT-AUTHZ-001, -002, -008, -009; docs/interpretations.md

@@ -2,6 +2,21 @@ package refharness
 
 import (
 	"net/http"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: branches and their workspace.
+var (
+	FaultBranchWrongWorkspace = declare(fault.Fault{Name: "branch-wrong-workspace",
+		Doc:   "branches name a workspace_id other than their session's",
+		Fails: []string{"EXT-WORKSPACE-002"}})
+	FaultBranchNotListed = declare(fault.Fault{Name: "branch-not-listed",
+		Doc:   "GET /v1/sessions/{id}/branches is always empty (branches still readable by id)",
+		Fails: []string{"EXT-BRANCH-001"}})
+	FaultTaskBranchDropped = declare(fault.Fault{Name: "task-branch-dropped",
+		Doc:   "a task submitted with branch_id stores branch_id null",
+		Fails: []string{"EXT-BRANCH-002"}})
 )
 
 // Branches (EXT-BRANCH-001/002): lineage markers for alternate paths. A

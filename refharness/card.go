@@ -7,6 +7,33 @@ import (
 	"net/http"
 
 	"github.com/harn-conform/conform/internal/cardsig"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the agent card's signature under harn-card-sig.v1
+// (docs/card-signing.md), each broken one way.
+var (
+	FaultCardUnsigned = declare(fault.Fault{Name: "card-unsigned",
+		Doc:           "the agent card carries no signature",
+		Fails:         []string{"EXT-CARD-001"},
+		Run:           fault.Card,
+		Says:          "unsigned",
+		NotApplicable: []string{"EXT-CARD-002"}})
+	FaultCardSignatureStale = declare(fault.Fault{Name: "card-signature-stale",
+		Doc:   "the card is edited after signing: its signature no longer verifies",
+		Fails: []string{"EXT-CARD-001"},
+		Run:   fault.Card,
+		Says:  "does not verify over the card's canonical bytes"})
+	FaultCardSignsRawJSON = declare(fault.Fault{Name: "card-signs-raw-json",
+		Doc:   "the card is signed over its indented JSON text, not its RFC 8785 canonical bytes",
+		Fails: []string{"EXT-CARD-001"},
+		Run:   fault.Card,
+		Says:  "JSON text as served"})
+	FaultCardNoKeyID = declare(fault.Fault{Name: "card-signature-no-key-id",
+		Doc:   "the card's signature object names no key_id (the signature itself is right)",
+		Fails: []string{"EXT-CARD-002"},
+		Run:   fault.Card,
+		Says:  "key_id"})
 )
 
 // serveCard answers GET /v1/agent-card: the card, rendered like every

@@ -4,6 +4,28 @@ import (
 	"encoding/json"
 	"net/http"
 	"unicode/utf8"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: connectors and delivery dedupe.
+var (
+	FaultConnectorNotReadable = declare(fault.Fault{Name: "connector-not-readable",
+		Doc:   "GET /v1/connectors/{id} answers 404 (connectors are still listed)",
+		Fails: []string{"EXT-CONNECTOR-001"}})
+	// The key stays stable (EXT-CONNECTOR-002 holds); the redelivery is not
+	// deduplicated.
+	FaultConnectorNoDedupe = declare(fault.Fault{Name: "connector-no-dedupe",
+		Doc:   "a redelivered provider delivery submits a second task (its dedupe key is still reported)",
+		Fails: []string{"EXT-CONNECTOR-003"}})
+	// Redeliveries are deduplicated (EXT-CONNECTOR-003 holds), and so is every
+	// other delivery: the key does not come from the delivery id.
+	FaultConnectorKeyIgnoresID = declare(fault.Fault{Name: "connector-key-ignores-delivery-id",
+		Doc:   "the dedupe key is the connector and event kind, so distinct deliveries are deduplicated too",
+		Fails: []string{"EXT-CONNECTOR-002"}})
+	FaultConnectorTaskNoKey = declare(fault.Fault{Name: "connector-task-no-key",
+		Doc:   "connector tasks carry no idempotency key",
+		Warns: []string{"EXT-CONNECTOR-004"}})
 )
 
 // Connectors with delivery dedupe (EXT-CONNECTOR-001..004). Connectors are

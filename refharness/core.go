@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
 // The core surface: what a transport adapter outside this package builds
@@ -37,6 +40,54 @@ import (
 //   - the pending requests of the resource (tasks waiting for input or
 //     authorization, with the Event that opened each wait), so a
 //     transport can present them and have them answered.
+
+// Faults of this area: the WebSocket profile harn-ws.v1 (docs/websocket.md):
+// package wsadapter acts on them through Server.Fault, and only where it is
+// mounted; two are this package's (the upgrade's credential check here, the
+// card's interface in hostev.go).
+var (
+	FaultWSUpgradeUnauthenticated = declare(fault.Fault{Name: "ws-upgrade-unauthenticated",
+		Doc:   "an upgrade with a wrong Authorization header, or a wrong credential in the auth frame, still gets ready and events",
+		Fails: []string{"EXT-WS-001"}})
+	FaultWSAdvertisesPlainRemote = declare(fault.Fault{Name: "ws-advertises-plain-remote",
+		Doc:   "the agent card lists a websocket interface with a ws:// URL on a non-loopback host",
+		Fails: []string{"EXT-WS-002"}})
+	FaultWSBinaryEventFrames = declare(fault.Fault{Name: "ws-binary-event-frames",
+		Doc:   "event frames are sent as binary messages (same bytes)",
+		Fails: []string{"EXT-WS-003"}})
+	FaultWSMessageNotAppended = declare(fault.Fault{Name: "ws-message-not-appended",
+		Doc:   "user_message answers 201 with a Message-shaped body, but nothing is appended",
+		Fails: []string{"EXT-WS-004"}})
+	FaultWSCancelIgnored = declare(fault.Fault{Name: "ws-cancel-ignored",
+		Doc:         "cancel_task answers 200 with the task but does not cancel it",
+		Fails:       []string{"EXT-WS-005"},
+		TaskTimeout: 3 * time.Second,
+		Why:         "the task works ten minutes and the cancel never takes: the wait for CANCELED (cancellation is cooperative) lasts the whole task timeout, and 3 s is ample for the reference Harness"})
+	FaultWSTruncateKeepsAll = declare(fault.Fault{Name: "ws-truncate-keeps-all",
+		Doc:   "truncate_session answers 200 but keeps every turn and emits nothing",
+		Fails: []string{"EXT-WS-006"}})
+	FaultWSEventFrameDiffers = declare(fault.Fault{Name: "ws-event-frame-differs",
+		Doc:   "event frames carry the Event with its payload emptied (event_id still right)",
+		Fails: []string{"EXT-WS-007"}})
+	FaultWSNoInputRequest = declare(fault.Fault{Name: "ws-no-input-request",
+		Doc:   "no input_request frame when a task waits for input (authorization requests unchanged)",
+		Fails: []string{"EXT-WS-008"}})
+	FaultWSApprovalAnswerIgnored = declare(fault.Fault{Name: "ws-approval-answer-ignored",
+		Doc:   "an approval_response approved:true is answered result, and the tool call is denied",
+		Warns: []string{"EXT-WS-009"}})
+	FaultWSResumeSkipsEvent = declare(fault.Fault{Name: "ws-resume-skips-event",
+		Doc:   "a delivery run from a cursor (connect or resume) skips the first event after it",
+		Fails: []string{"EXT-WS-010"}})
+	FaultWSNoHeartbeat = declare(fault.Fault{Name: "ws-no-heartbeat",
+		Doc:   "no ping frames",
+		Warns: []string{"EXT-WS-011"}})
+	FaultWSReplayedUnmarked = declare(fault.Fault{Name: "ws-replayed-unmarked",
+		Doc:   "frames delivered from history carry replayed:false",
+		Fails: []string{"EXT-WS-012"}})
+	FaultWSIdempotencyIgnored = declare(fault.Fault{Name: "ws-idempotency-ignored",
+		Doc:   "a command's idempotency_key is ignored: a repeat acts twice",
+		Warns: []string{"EXT-WS-013"}})
+)
 
 // Resource names the Session or Task whose events a stream carries.
 type Resource struct {

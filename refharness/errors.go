@@ -3,6 +3,24 @@ package refharness
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the error envelope.
+var (
+	FaultErrorWithoutEnvelope = declare(fault.Fault{Name: "error-without-envelope",
+		Doc:   "errors are plain text, not the error envelope",
+		Fails: []string{"CORE-ERR-002"}})
+	FaultWrongErrorType = declare(fault.Fault{Name: "wrong-error-type",
+		Doc:   "error.type does not match error.code",
+		Fails: []string{"CORE-ERR-003"}})
+	FaultNotFoundAs400 = declare(fault.Fault{Name: "not-found-as-400",
+		Doc:   "missing resources answer 400 invalid_request instead of 404",
+		Fails: []string{"CORE-ERR-001"}})
+	FaultNoParamOnBadRequest = declare(fault.Fault{Name: "no-param-on-bad-request",
+		Doc:   "400 errors omit error.param",
+		Warns: []string{"CORE-ERR-005"}})
 )
 
 // apiError is a protocol error on its way to the error envelope.

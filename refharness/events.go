@@ -9,6 +9,70 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: event lists, ranges and SSE streams.
+var (
+	FaultDropSSEID = declare(fault.Fault{Name: "drop-sse-id",
+		Doc:      "SSE frames lack the id: line",
+		Fails:    []string{"CORE-SSE-002"},
+		Hookless: true})
+	FaultIgnoreLastEventID = declare(fault.Fault{Name: "ignore-last-event-id",
+		Doc:   "resume replays the stream from its start",
+		Fails: []string{"CORE-RESUME-001"}})
+	FaultResumeRepeatsEvent = declare(fault.Fault{Name: "resume-repeats-event",
+		Doc:   "resume re-sends the Last-Event-ID event itself",
+		Fails: []string{"CORE-RESUME-001"}})
+	FaultNoCursorExpiredFrame = declare(fault.Fault{Name: "no-cursor-expired-frame",
+		Doc:   "an expired/unknown cursor streams from the start, no error frame",
+		Fails: []string{"CORE-RESUME-002"}})
+	FaultSSEWrongContentType = declare(fault.Fault{Name: "sse-wrong-content-type",
+		Doc:   "streams are served as text/plain",
+		Fails: []string{"CORE-SSE-001"},
+		Alone: true,
+		Why:   "CORE-SSE-001 gates every stream: the suite reports what its failure blocks as unverified, so every partner would need a run of its own anyway"})
+	FaultSSEDataNotJSON = declare(fault.Fault{Name: "sse-data-not-json",
+		Doc:      "SSE data: is not a JSON Event",
+		Fails:    []string{"CORE-SSE-003"},
+		Hookless: true})
+	// SSE alone changes agent messages' text: only transport parity can see
+	// it.
+	FaultSSEPayloadDrift = declare(fault.Fault{Name: "sse-payload-drift",
+		Doc:   "SSE frames carry agent.message events with payload.text changed (ids, kinds and order kept; REST and WebSocket unchanged): only transport parity (EXT-TRANSPORT-004) can see it",
+		Warns: []string{"EXT-TRANSPORT-004"}})
+	FaultEventsRepeatOnRange = declare(fault.Fault{Name: "events-ignore-after-event-id",
+		Doc:       "REST event lists ignore after_event_id",
+		Fails:     []string{"CORE-EVT-003"},
+		Tolerated: []string{"CORE-EVT-004"},
+		Why:       "a range read that ignores its cursor also makes the event page walk repeat (CORE-EVT-004)"})
+	FaultEventByIDDiffers = declare(fault.Fault{Name: "event-by-id-differs",
+		Doc:   "GET /v1/events/{id} answers the event with an empty payload",
+		Fails: []string{"CORE-READ-014"}})
+	FaultEventsNotScoped = declare(fault.Fault{Name: "events-not-scoped",
+		Doc:      "a task's event list and stream also carry the other tasks' events of its session",
+		Fails:    []string{"CORE-EVT-005"},
+		Hookless: true})
+	FaultReplayRangeSkips = declare(fault.Fault{Name: "replay-range-skips",
+		Doc:   "an event list (task, session or global) read with after_event_id omits the first event that follows the cursor",
+		Fails: []string{"RPLY-RANGE-001"}})
+	FaultReplayRangeUnstable = declare(fault.Fault{Name: "replay-range-unstable",
+		Doc:   "a repeated read of the same range returns the events with a payload member (payload.read_count) that changes per read",
+		Fails: []string{"RPLY-RANGE-002"}})
+	FaultReplayCursorUnknownEmpty = declare(fault.Fault{Name: "replay-cursor-unknown-empty",
+		Doc:   "an unknown after_event_id answers 200 with an empty list instead of 410 cursor_expired",
+		Fails: []string{"RPLY-RANGE-003"}})
+	FaultReplayUnmarkedSSE = declare(fault.Fault{Name: "replay-unmarked-sse",
+		Doc:   "replayed events are served with replayed:false on SSE only",
+		Fails: []string{"RPLY-MARK-001"}})
+)
+
+// Variants of this area: SSE framing a client must read.
+var (
+	VariantCRLF                = declareVariant(fault.Variant{Name: "sse-crlf", Doc: "SSE lines end in CRLF"})
+	VariantKeepAliveEveryFrame = declareVariant(fault.Variant{Name: "sse-keepalive-every-frame", Doc: "a comment line before every SSE frame"})
+	VariantMultilineData       = declareVariant(fault.Variant{Name: "sse-multiline-data", Doc: "the JSON of data: split over several data: lines"})
 )
 
 func sha256hex(b []byte) string {

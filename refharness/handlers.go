@@ -11,7 +11,36 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/internal/jsonv"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: sessions, messages, outcomes, workspaces and
+// artifacts.
+var (
+	FaultOutcomeNotListed = declare(fault.Fault{Name: "outcome-not-listed",
+		Doc:   "GET /v1/outcomes is always empty (outcomes still readable by id)",
+		Fails: []string{"CORE-READ-008"}})
+	FaultMessageNotReadable = declare(fault.Fault{Name: "message-not-readable",
+		Doc:   "GET /v1/messages/{id} answers 404 for appended messages",
+		Fails: []string{"CORE-READ-011"}})
+	FaultWorkspacePatchLost = declare(fault.Fault{Name: "workspace-patch-lost",
+		Doc:   "PATCH /v1/workspaces/{id} answers the change but does not store it",
+		Fails: []string{"EXT-WORKSPACE-001"}})
+	FaultMessagesNewestFirst = declare(fault.Fault{Name: "messages-newest-first",
+		Doc:   "a session's message list is served newest first",
+		Fails: []string{"EXT-SESSION-001"}})
+	FaultTruncateKeepsTurns = declare(fault.Fault{Name: "truncate-keeps-turns",
+		Doc:       "truncate answers its counts but removes no message",
+		Fails:     []string{"EXT-SESSION-003"},
+		Tolerated: []string{"EXT-WS-006"},
+		Why:       "a truncate_session frame is the REST truncate (docs/websocket.md section 4), so it keeps the turns too: EXT-WS-006 may fail with it"})
+	FaultForkSharesTranscript = declare(fault.Fault{Name: "fork-shares-transcript",
+		Doc:   "a fork reads its parent's live transcript, so truncating the parent empties the fork",
+		Warns: []string{"EXT-SESSION-004"}})
+	FaultArtifactDigestUnchecked = declare(fault.Fault{Name: "artifact-digest-unchecked",
+		Doc:   "an upload whose sha256 does not match its bytes is stored with the stated hash",
+		Fails: []string{"EXT-ARTIFACT-001"}})
 )
 
 // ---- discovery and agent card (public) ----

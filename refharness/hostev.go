@@ -5,6 +5,25 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: tool events, transports and the agent card's
+// interfaces.
+var (
+	FaultToolResultUnpaired = declare(fault.Fault{Name: "tool-result-unpaired",
+		Doc:   "agent.tool_result names a tool call id other than its agent.tool_use's",
+		Warns: []string{"EXT-EVENT-002"}})
+	FaultSpanUncorrelated = declare(fault.Fault{Name: "span-uncorrelated",
+		Doc:   "a tool call's span events share no correlation id with its tool events (a MAY's condition)",
+		Warns: []string{"EXT-EVENT-003"}})
+	FaultInputRefusedWhileStreaming = declare(fault.Fault{Name: "input-refused-while-streaming",
+		Doc:   "while a task's SSE stream is open, REST input and cancel for it are refused 423 resource_locked",
+		Fails: []string{"EXT-TRANSPORT-003"}})
+	FaultCardAdvertisesWebSocket = declare(fault.Fault{Name: "card-advertises-websocket",
+		Doc:   "the agent card lists a websocket interface on the global feed /v1/events/stream, which serves no WebSocket",
+		Fails: []string{"EXT-TRANSPORT-002"}})
 )
 
 // Tool events seen three ways (issue 10, EXT-EVENT-002 and EXT-EVENT-003).

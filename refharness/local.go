@@ -12,6 +12,17 @@ import (
 	"gopkg.in/yaml.v3"
 
 	openapidoc "github.com/harn-conform/conform/fixtures/openapi"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the local server's routes and vendor events.
+var (
+	FaultVendorEventUnprefixed = declare(fault.Fault{Name: "vendor-event-unprefixed",
+		Doc:   "the workspace-file vendor event is named without a vendor prefix",
+		Warns: []string{"EXT-EVENT-001"}})
+	FaultLocalRuntimeMisshapen = declare(fault.Fault{Name: "local-runtime-misshapen",
+		Doc:   "GET /v1/runtime omits adapter and reports a negative session_count",
+		Fails: []string{"EXT-LOCAL-001"}})
 )
 
 // The local-server operations of the later OpenAPI revision (the protocol's

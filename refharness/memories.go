@@ -5,6 +5,17 @@ import (
 	"net/http"
 
 	"github.com/harn-conform/conform/internal/jsonv"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: memories.
+var (
+	FaultMemoryDeleteKeeps = declare(fault.Fault{Name: "memory-delete-keeps",
+		Doc:   "DELETE /v1/memories/{id} answers 204 but the memory stays readable and listed",
+		Fails: []string{"EXT-MEMORY-001"}})
+	FaultMemoryInTranscript = declare(fault.Fault{Name: "memory-in-transcript",
+		Doc:   "a session-scoped memory is also appended to the session as a system message",
+		Fails: []string{"EXT-MEMORY-002"}})
 )
 
 // Memories (EXT-MEMORY-001, -002): durable knowledge kept apart from

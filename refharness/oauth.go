@@ -18,7 +18,55 @@ import (
 	"time"
 
 	"github.com/harn-conform/conform/internal/oauth"
+	"github.com/harn-conform/conform/refharness/fault"
 )
+
+// Faults of this area: OAuth2 access tokens (docs/oauth.md).
+var (
+	FaultOAuthAcceptsExpired = declare(fault.Fault{Name: "oauth-accepts-expired",
+		Doc:   "access tokens are accepted after their exp",
+		Fails: []string{"EXT-OAUTH-004"},
+		Run:   fault.OAuth,
+		Says:  "an expired token"})
+	FaultOAuthIgnoresAudience = declare(fault.Fault{Name: "oauth-ignores-audience",
+		Doc:   "access tokens minted for another audience are accepted",
+		Fails: []string{"EXT-OAUTH-003"},
+		Run:   fault.OAuth,
+		Says:  "wrong-audience"})
+	FaultOAuthIgnoresIssuer = declare(fault.Fault{Name: "oauth-ignores-issuer",
+		Doc:   "a token the harness's key signed is accepted whatever its iss (the shared-key multi-issuer mistake)",
+		Fails: []string{"EXT-OAUTH-002"},
+		Run:   fault.OAuth,
+		Says:  "wrong-issuer"})
+	FaultOAuthSkipsSignature = declare(fault.Fault{Name: "oauth-skips-signature",
+		Doc:   "access token signatures are not verified: a token with edited claims is accepted",
+		Fails: []string{"EXT-OAUTH-002"},
+		Run:   fault.OAuth,
+		Says:  "signature kept"})
+	FaultOAuthReadsIgnoreScope = declare(fault.Fault{Name: "oauth-reads-ignore-scopes",
+		Doc:   "reads (GET) take any valid access token whatever its scope; writes still need theirs",
+		Fails: []string{"EXT-OAUTH-005"},
+		Warns: []string{"EXT-OAUTH-006"},
+		Run:   fault.OAuth,
+		Says:  "served (200)"})
+	FaultOAuthNotOnStreams = declare(fault.Fault{Name: "oauth-not-on-streams",
+		Doc:   "SSE streams refuse access tokens (401) and take only API keys",
+		Fails: []string{"EXT-OAUTH-001"},
+		Run:   fault.OAuth,
+		Says:  "stream"})
+	FaultOAuthReadScopeWrites = declare(fault.Fault{Name: "oauth-read-scope-writes",
+		Doc:   "a resource's read scope also grants its writes (scopes should name resource actions)",
+		Warns: []string{"EXT-OAUTH-006"},
+		Run:   fault.OAuth,
+		Says:  "sessions:write"})
+)
+
+// VariantNoOAuthTestTokens hides the conform.oauth_test_tokens hook, as on
+// a third-party server: discovery does not advertise it and the token
+// endpoint ignores conform_test_token, so the suite has no expired,
+// wrong-audience or wrong-issuer token unless the operator gives it one.
+var VariantNoOAuthTestTokens = declareVariant(fault.Variant{Name: "no-oauth-test-tokens",
+	Doc: "the conform.oauth_test_tokens hook is hidden: no expired, wrong-audience or wrong-issuer token unless the operator gives one"})
 
 // OAuth2 client credentials (RFC 6749 §4.4), the Extended level's second
 // authentication scheme (docs/oauth.md).

@@ -3,8 +3,27 @@ package refharness
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/harn-conform/conform/internal/jsonv"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: host-mediated input and authorization (permission
+// requests).
+var (
+	FaultPermissionAnswerLost = declare(fault.Fault{Name: "permission-answer-lost",
+		Doc:         "respondPermissionRequest answers 200 and records the decision, but the waiting task never receives it",
+		Fails:       []string{"EXT-HOST-001"},
+		Tolerated:   []string{"EXT-WS-008"},
+		Why:         "the task never leaves AUTH_REQUIRED, so every wait for it lasts the whole task timeout (3 s is ample for the reference Harness); a WebSocket answer is the REST answer (docs/websocket.md section 4), so it is lost too: EXT-WS-008 may fail with it",
+		TaskTimeout: 3 * time.Second})
+	FaultPermissionNotListed = declare(fault.Fault{Name: "permission-request-not-listed",
+		Doc:   "a task waiting for an approval opens no permission request: the lists stay empty",
+		Fails: []string{"EXT-HOST-001"}})
+	FaultApprovalDenialIgnored = declare(fault.Fault{Name: "approval-denial-ignored",
+		Doc:   "a denied tool approval runs the tool anyway (tool.approved, the side effect)",
+		Fails: []string{"EXT-AUTHZ-007"}})
 )
 
 // Host-mediated authorization (issue 10): permission requests, the later

@@ -7,7 +7,45 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: personas, skills, and the idempotency of Extended
+// writes.
+var (
+	FaultPersonaPatchLost = declare(fault.Fault{Name: "persona-patch-lost",
+		Doc:   "PATCH /v1/personas/{id} answers the change but does not store it",
+		Fails: []string{"EXT-PERSONA-001"}})
+	FaultPersonaToolsIgnored = declare(fault.Fault{Name: "persona-tools-ignored",
+		Doc:   "tasks run tools and capabilities their Persona does not grant",
+		Fails: []string{"EXT-PERSONA-002"}})
+	// Acting without the approval also breaks the authorization rule that side
+	// effects needing approval wait for it (EXT-AUTHZ-007).
+	FaultPersonaApprovalSkipped = declare(fault.Fault{Name: "persona-approval-skipped",
+		Doc:   "under act_with_approval a tool runs without waiting for an approval",
+		Fails: []string{"EXT-AUTHZ-007", "EXT-PERSONA-003"}})
+	FaultPersonaShadowActs = declare(fault.Fault{Name: "persona-shadow-acts",
+		Doc:   "under shadow and suggest a tool's side effect is carried out",
+		Fails: []string{"EXT-PERSONA-003"}})
+	FaultPersonaReceiptSkipped = declare(fault.Fault{Name: "persona-receipt-skipped",
+		Doc:   "tasks naming a Persona whose receipt_policy is required end without a receipt",
+		Fails: []string{"EXT-PERSONA-004"}})
+	FaultArtifactIdempotencyIgnored = declare(fault.Fault{Name: "artifact-idempotency-ignored",
+		Doc:   "POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact",
+		Fails: []string{"EXT-IDEM-001"}})
+	FaultExtIdempotencyIgnored = declare(fault.Fault{Name: "ext-idempotency-ignored",
+		Doc:   "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
+		Fails: []string{"EXT-IDEM-003"}})
+	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
+		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
+		Fails: []string{"EXT-IDEM-002"}})
+	FaultSkillSchemaNotObject = declare(fault.Fault{Name: "skill-schema-not-object",
+		Doc:   "skills render output_schema as a string, not a JSON Schema object or null",
+		Fails: []string{"EXT-SKILL-001"}})
+	FaultPermissionIdempotencyIgnored = declare(fault.Fault{Name: "permission-respond-idempotency-ignored",
+		Doc:   "respondPermissionRequest ignores Idempotency-Key: the retry of an answer is refused 409",
+		Fails: []string{"EXT-IDEM-002"}})
 )
 
 // Personas (EXT-PERSONA-001…004) are policy: the tools and capabilities a

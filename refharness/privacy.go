@@ -6,7 +6,33 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: privacy and redaction (EXT-PRIV-001..004).
+var (
+	FaultPrivMarkedPublic = declare(fault.Fault{Name: "priv-marked-public",
+		Doc:   "internal and receipt_only parts and artifacts are stored, and read back, as public",
+		Fails: []string{"EXT-PRIV-001"}})
+	FaultPrivReceiptOnlyServed = declare(fault.Fault{Name: "priv-receipt-only-served",
+		Doc:   "receipt_only parts keep their content in message reads, lists and task inputs",
+		Fails: []string{"EXT-PRIV-001"}})
+	FaultPrivInternalInEvent = declare(fault.Fault{Name: "priv-internal-in-event",
+		Doc:   "the agent.message event of an internal message carries its text",
+		Fails: []string{"EXT-PRIV-001"}})
+	FaultPrivSecretInPart = declare(fault.Fault{Name: "priv-secret-in-part",
+		Doc:   "after a use_secret step the agent names the credential in a public message part",
+		Fails: []string{"EXT-PRIV-002"}})
+	FaultPrivReasoningExposed = declare(fault.Fault{Name: "priv-reasoning-exposed",
+		Doc:   "a reason step publishes the hidden reasoning itself as agent.reasoning_summary",
+		Fails: []string{"EXT-PRIV-003"}})
+	FaultPrivRedactionDeletes = declare(fault.Fault{Name: "priv-redaction-deletes",
+		Doc:   "a redact step deletes the artifact (404 by id, gone from lists) instead of redacting it",
+		Fails: []string{"EXT-PRIV-004"}})
+	FaultPrivRedactionSilent = declare(fault.Fault{Name: "priv-redaction-silent",
+		Doc:   "a redact step redacts the artifact but emits no artifact.redacted event",
+		Fails: []string{"EXT-PRIV-004"}})
 )
 
 // Privacy and redaction (EXT-PRIV-001..004; docs/interpretations.md#privacy-audiences).

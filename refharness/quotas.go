@@ -5,7 +5,28 @@ import (
 	"net/http"
 
 	"github.com/harn-conform/conform/internal/jsonv"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: quotas, the persona's among them.
+var (
+	FaultQuotaNotListed = declare(fault.Fault{Name: "quota-not-listed",
+		Doc:   "GET /v1/quotas is always empty (quotas still readable by id)",
+		Fails: []string{"EXT-QUOTA-001"}})
+	FaultQuotaCheckedLate = declare(fault.Fault{Name: "quota-checked-late",
+		Doc:       "an exhausted hard quota stops a task only after it started working",
+		Fails:     []string{"EXT-QUOTA-002"},
+		Tolerated: []string{"EXT-PERSONA-005"},
+		Why:       "accepted, worked, then failed: refused in the end (EXT-AUTHZ-006 holds), but not before work started; a persona's quota is enforced by the same check, so EXT-PERSONA-005 may see it too"})
+	FaultQuotaRefusedAs409 = declare(fault.Fault{Name: "quota-refused-as-409",
+		Doc:       "an exhausted hard quota refuses a submit with 409 conflict instead of a policy or rate-limit refusal",
+		Fails:     []string{"EXT-AUTHZ-006"},
+		Tolerated: []string{"EXT-PERSONA-005"},
+		Why:       "nothing ran (EXT-QUOTA-002 holds), but 409 conflict is no quota refusal; a persona's quota refusal is the same answer (EXT-PERSONA-005)"})
+	FaultQuotaIgnoresPersona = declare(fault.Fault{Name: "quota-ignores-persona",
+		Doc:   "persona-scoped quotas are shown but not enforced on the tasks naming the persona",
+		Fails: []string{"EXT-PERSONA-005"}})
 )
 
 // Quotas (EXT-QUOTA-001, -002, EXT-AUTHZ-006). Quotas are read-only over the

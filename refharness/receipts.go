@@ -15,7 +15,106 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/harn-conform/conform/internal/receipt"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: receipts, their content, sealing, signing and
+// references. What a fault may fail besides its own requirements observes
+// the same broken receipt from another side: a redacted receipt is checked
+// for schema and hash again (RCPT-REDACT-006), and every receipt the
+// verifier finds anything wrong with also fails the umbrella RCPT-FIX-001
+// (the target's receipts pass the offline verification).
+var (
+	// A receipt that does not verify is what RCPT-FIX-001 is about.
+	FaultReceiptHashCorrupt = declare(fault.Fault{Name: "receipt-hash-corrupt",
+		Doc:       "a receipt is changed after sealing: its stored hash no longer matches",
+		Fails:     []string{"RCPT-FIX-001", "RCPT-HASH-001"},
+		Tolerated: []string{"RCPT-REDACT-006"},
+		Why:       "a redacted receipt is checked for hash again (RCPT-REDACT-006)"})
+	FaultReceiptChainBroken = declare(fault.Fault{Name: "receipt-chain-broken",
+		Doc:       "previous_receipt_hash names no receipt (the hash of the previous hash)",
+		Fails:     []string{"RCPT-CHAIN-001"},
+		Tolerated: []string{"RCPT-VERIFY-002"},
+		Why:       "the target's verify API, which sees the chain the suite cannot, rightly reports the broken link, which the suite then calls a disagreement (RCPT-VERIFY-002)"})
+	FaultReceiptWrongKey = declare(fault.Fault{Name: "receipt-wrong-key",
+		Doc:       "receipts are signed with a key the directory does not publish",
+		Fails:     []string{"RCPT-SIGN-001"},
+		Tolerated: []string{"RCPT-FIX-001"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+	FaultReceiptLeaksSecret = declare(fault.Fault{Name: "receipt-leaks-secret",
+		Doc:       "a use_secret step's secret is written into the receipt",
+		Fails:     []string{"RCPT-REDACT-001"},
+		Tolerated: []string{"RCPT-FIX-001"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+	FaultReceiptRefDropped = declare(fault.Fault{Name: "receipt-ref-dropped",
+		Doc:   "a terminal Task's receipt_id stays null",
+		Fails: []string{"RCPT-REF-001"}})
+	FaultReceiptUnknownField = declare(fault.Fault{Name: "receipt-unknown-field",
+		Doc:       "receipts carry a top-level member the closed schema forbids",
+		Fails:     []string{"RCPT-SHAPE-001"},
+		Tolerated: []string{"RCPT-FIX-001", "RCPT-REDACT-006"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001; a redacted receipt is checked for schema again (RCPT-REDACT-006)"})
+	FaultRedactionWithoutProof = declare(fault.Fault{Name: "redaction-without-proof",
+		Doc:   "redactions entries lack proof_hash",
+		Warns: []string{"RCPT-REDACT-005"}})
+	FaultReceiptEventNoID = declare(fault.Fault{Name: "receipt-event-no-id",
+		Doc:   "receipt.issued events do not say which receipt",
+		Fails: []string{"RCPT-EVENT-002"}})
+	FaultReceiptWrongState = declare(fault.Fault{Name: "receipt-wrong-final-state",
+		Doc:   "every receipt says final_state SUCCEEDED",
+		Fails: []string{"RCPT-SHAPE-005"}})
+	FaultReceiptWrongIDs = declare(fault.Fault{Name: "receipt-wrong-identifiers",
+		Doc:   "identifiers.workspace_ref names another workspace",
+		Fails: []string{"RCPT-SHAPE-004"}})
+	FaultReceiptWrongSubject = declare(fault.Fault{Name: "receipt-wrong-subject",
+		Doc:   "subject names the task's session as if it were the task",
+		Fails: []string{"RCPT-SHAPE-003"}})
+	// The schema states the hash pattern too (RCPT-SHAPE-001).
+	FaultReceiptUpperHash = declare(fault.Fault{Name: "receipt-hash-uppercase",
+		Doc:       "receipt hashes are written in upper-case hex (and signed so)",
+		Fails:     []string{"RCPT-HASH-002", "RCPT-SHAPE-001"},
+		Tolerated: []string{"RCPT-FIX-001", "RCPT-REDACT-006"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001; a redacted receipt is checked for schema and hash again (RCPT-REDACT-006)"})
+	FaultEventLeaksSecret = declare(fault.Fault{Name: "event-leaks-secret",
+		Doc:   "a use_secret step's secret appears in its tool.requested event",
+		Fails: []string{"RCPT-REDACT-007"}})
+	FaultReceiptLeaksAPIKey = declare(fault.Fault{Name: "receipt-leaks-api-key",
+		Doc:       "receipts name the API key of the task's creator in metadata",
+		Fails:     []string{"RCPT-REDACT-002"},
+		Tolerated: []string{"RCPT-FIX-001", "RCPT-REDACT-003"},
+		Why:       "the self-check key happens to have the sk- shape the secret scan knows (RCPT-REDACT-003); every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+	FaultReceiptIDMismatch = declare(fault.Fault{Name: "receipt-id-mismatch",
+		Doc:       "a receipt document's receipt_id is not the id it is served and referenced by",
+		Fails:     []string{"RCPT-SHAPE-006"},
+		Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"},
+		Why:       "a receipt whose own id is not the one it is served by cannot be read (RCPT-RES-001) or verified (RCPT-VERIFY-001, -002) by that id either"})
+	FaultReceiptLeaksBearer = declare(fault.Fault{Name: "receipt-leaks-bearer",
+		Doc:       "receipts keep the agent's upstream bearer token in a debug note",
+		Fails:     []string{"RCPT-REDACT-003"},
+		Tolerated: []string{"RCPT-FIX-001"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+	FaultReceiptCostInconsistent = declare(fault.Fault{Name: "receipt-cost-inconsistent",
+		Doc:   "cost.provider_breakdown adds up to more than cost.total",
+		Fails: []string{"RCPT-SHAPE-004"}})
+	FaultReceiptDropsArtifacts = declare(fault.Fault{Name: "receipt-drops-final-artifacts",
+		Doc:   "final_artifacts is empty although the task produced artifacts",
+		Fails: []string{"RCPT-REF-004"}})
+	// Neither documented signing input: accepting either is not accepting
+	// anything.
+	FaultReceiptSignsDigest = declare(fault.Fault{Name: "receipt-signs-raw-digest",
+		Doc:       "signatures cover the raw 32-byte digest, neither documented signing input",
+		Fails:     []string{"RCPT-SIGN-001"},
+		Tolerated: []string{"RCPT-FIX-001"},
+		Why:       "every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+)
+
+// Variants of this area: the two legal signing choices besides the plain one.
+var (
+	VariantReceiptSignCanonical = declareVariant(fault.Variant{Name: "receipt-sign-canonical",
+		Doc: "receipts are signed over their RFC 8785 canonical bytes, not the hash string"})
+	VariantReceiptUnsigned = declareVariant(fault.Variant{Name: "receipt-unsigned",
+		Doc: "receipts carry no signatures; no key directory is advertised and the directory is empty"})
 )
 
 // Receipts: every terminal task gets one receipt-2026-04-25 document with

@@ -15,6 +15,17 @@ import (
 
 	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/internal/receipt"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the receipt verify API.
+var (
+	// Caught by the conform extension the harness offers: the standard request
+	// cannot tell a verify API that ignores trust_anchor and at_time from one
+	// that reads them differently (the wire variant verify-ignores-request).
+	FaultVerifyAlwaysValid = declare(fault.Fault{Name: "receipt-verify-always-valid",
+		Doc:   "POST /v1/receipts/{id}/verify always answers valid",
+		Fails: []string{"RCPT-VERIFY-002"}})
 )
 
 // VerifySubmittedCapability is the discovery capability by which the harness

@@ -5,6 +5,48 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: how resources are rendered.
+var (
+	FaultNonUTCTimestamps = declare(fault.Fault{Name: "non-utc-timestamps",
+		Doc:   "timestamps rendered with a +02:00 offset",
+		Fails: []string{"CORE-READ-002"}})
+	FaultWrongObjectField = declare(fault.Fault{Name: "wrong-object-field",
+		Doc:   "resources carry a wrong \"object\" discriminator",
+		Fails: []string{"CORE-CARD-001", "CORE-DISC-001", "CORE-READ-003"}})
+	FaultOutcomeUsesTaskStatus = declare(fault.Fault{Name: "outcome-uses-task-status",
+		Doc:   "Outcome.status uses the task enum (COMPLETED) instead of SUCCEEDED",
+		Fails: []string{"CORE-OUT-001"}})
+	FaultMissingRequiredField = declare(fault.Fault{Name: "missing-required-field",
+		Doc:   "Task objects lack created_by",
+		Fails: []string{"CORE-READ-004"}})
+	FaultSessionNoMetadata = declare(fault.Fault{Name: "session-no-metadata",
+		Doc:   "Session objects lack the envelope's metadata",
+		Fails: []string{"CORE-READ-001"}})
+	FaultSessionNoTranscript = declare(fault.Fault{Name: "session-no-transcript",
+		Doc:   "Session objects lack transcript",
+		Fails: []string{"CORE-READ-005"}})
+	FaultPartNoVisibility = declare(fault.Fault{Name: "part-no-visibility",
+		Doc:   "message parts are rendered without visibility",
+		Fails: []string{"CORE-READ-006"}})
+	FaultArtifactSHAPrefixed = declare(fault.Fault{Name: "artifact-sha-prefixed",
+		Doc:   "Artifact.sha256 carries a \"sha256:\" prefix instead of bare hex",
+		Fails: []string{"CORE-READ-007"}})
+	FaultLowercaseStatus = declare(fault.Fault{Name: "lowercase-status",
+		Doc:      "task statuses are spelled in lower case (task objects and state event payloads)",
+		Fails:    []string{"CORE-READ-004"},
+		Hookless: true,
+		Alone:    true,
+		Why:      "CORE-READ-004 gates most reads: the suite reports what its failure blocks as unverified, so every partner would need a run of its own anyway; the run ends at the first task read, so no wait runs to its timeout"})
+)
+
+// Variants of this area.
+var (
+	VariantExtraFields   = declareVariant(fault.Variant{Name: "extra-fields", Doc: "an unknown extension field in every object"})
+	VariantReorderedKeys = declareVariant(fault.Variant{Name: "reordered-keys", Doc: "JSON object keys in alphabetical order"})
 )
 
 // render marshals v for the wire. The plain path is a single json.Marshal;

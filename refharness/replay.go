@@ -14,8 +14,44 @@ import (
 
 	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
 )
+
+// Faults of this area: the replay API (POST /v1/tasks/{id}/replay).
+var (
+	FaultReplayAnswers201 = declare(fault.Fault{Name: "replay-answers-201",
+		Doc:   "POST /replay answers 201 instead of 202",
+		Fails: []string{"RPLY-API-001"}})
+	FaultReplayNoParent = declare(fault.Fault{Name: "replay-no-parent",
+		Doc:   "later reads of the replay task show parent_task_id null (the 202 answer still has it)",
+		Fails: []string{"RPLY-API-002"}})
+	FaultReplayNewSession = declare(fault.Fault{Name: "replay-new-session",
+		Doc:   "the replay task is put in a new session (no branch lineage)",
+		Fails: []string{"RPLY-API-003"}})
+	FaultReplayBodyRequired = declare(fault.Fault{Name: "replay-body-required",
+		Doc:   "a replay request with no body (or {}) is refused 400",
+		Fails: []string{"RPLY-API-005"}})
+	FaultReplayTaskModeExact = declare(fault.Fault{Name: "replay-task-mode-exact",
+		Doc:   "the replay Task's metadata.replay.mode is always \"exact\" (events still carry the right mode)",
+		Fails: []string{"RPLY-MODE-001"}})
+	FaultReplayCheckpointUnchecked = declare(fault.Fault{Name: "replay-checkpoint-unchecked",
+		Doc:   "from_checkpoint without checkpoint_id/checkpoint_event_id is accepted (202, replays from the start)",
+		Fails: []string{"RPLY-MODE-004"}})
+	FaultReplayCheckpointIgnored = declare(fault.Fault{Name: "replay-checkpoint-ignored",
+		Doc:   "a valid from_checkpoint replays from the start of the source log",
+		Fails: []string{"RPLY-MODE-005"}})
+	FaultReplayInvalidOverride500 = declare(fault.Fault{Name: "replay-invalid-override-500",
+		Doc:   "a replay request whose override map is invalid is answered 500 internal_error instead of 400",
+		Fails: []string{"RPLY-OVERRIDE-001"}})
+)
+
+// VariantNoReplay offers no Replay level, as a target that does not claim
+// it: discovery says replay: false, the agent card does not list it, and
+// POST /v1/tasks/{id}/replay answers 501 not_implemented (an unoffered
+// protocol operation). Tasks still record their dependencies and tapes.
+var VariantNoReplay = declareVariant(fault.Variant{Name: "no-replay",
+	Doc: "no Replay level: discovery says replay: false, the card does not list it, POST /v1/tasks/{id}/replay answers 501"})
 
 // Replay (issue 12; docs/replay.md, "The replay surface a target offers";
 // spec 002): POST /v1/tasks/{id}/replay makes a new task that walks the

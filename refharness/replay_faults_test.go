@@ -5,10 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/harn-conform/conform/internal/receipt"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/receipt"
 
 	rq "github.com/harn-conform/conform/internal/replay"
 )

@@ -5,6 +5,34 @@ import (
 	"slices"
 
 	"github.com/harn-conform/conform/internal/receipt"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the replay receipt and its deltas.
+var (
+	FaultReplayDeltaMissing = declare(fault.Fault{Name: "replay-delta-missing",
+		Doc:   "the replay receipt drops the delta of the last applied override",
+		Fails: []string{"RPLY-DELTA-001"}})
+	FaultReplayDeltaNoKey = declare(fault.Fault{Name: "replay-delta-no-key",
+		Doc:   "replay receipt deltas carry no override_key",
+		Fails: []string{"RPLY-DELTA-002"}})
+	FaultReplayDeltaWrongHash = declare(fault.Fault{Name: "replay-delta-wrong-hash",
+		Doc:   "a delta's after_sha256 is its before hash",
+		Fails: []string{"RPLY-DELTA-003"}})
+	FaultReplayDeltaNoReason = declare(fault.Fault{Name: "replay-delta-no-reason",
+		Doc:   "replay receipt deltas carry no reason",
+		Fails: []string{"RPLY-DELTA-004"}})
+	FaultReplayReceiptLeaksSecret = declare(fault.Fault{Name: "replay-receipt-leaks-secret",
+		Doc:   "a secret override's value is written into the replay receipt (its material's metadata)",
+		Fails: []string{"RPLY-DELTA-005"}})
+	FaultReplayMaterialsUnsorted = declare(fault.Fault{Name: "replay-materials-unsorted",
+		Doc:   "the receipt lists override materials (and deltas, paths kept consistent) in reverse key order",
+		Fails: []string{"RPLY-DET-002"}})
+	// A replay receipt whose hash leaves its deltas out: a Receipts
+	// requirement.
+	FaultReplayDeltasUnhashed = declare(fault.Fault{Name: "replay-deltas-unhashed",
+		Doc:   "a replay receipt is sealed with its deltas emptied, then served with them: its hash leaves them out",
+		Fails: []string{"RCPT-DELTA-001"}})
 )
 
 // Replay receipts (docs/replay.md, "The receipt"; spec 002, "Receipt

@@ -12,7 +12,63 @@ import (
 	"github.com/gowebpki/jcs"
 
 	rq "github.com/harn-conform/conform/internal/replay"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: how a replay runs: its log, metadata, overrides and
+// refreshes.
+var (
+	FaultReplaySkipsStarted = declare(fault.Fault{Name: "replay-skips-started",
+		Doc:   "the replay task goes SUBMITTED -> COMPLETED without task.started",
+		Fails: []string{"RPLY-API-004"}})
+	FaultReplayExactRefreshes = declare(fault.Fault{Name: "replay-exact-refreshes",
+		Doc:   "exact replay of material not retained makes up a fresh value and completes instead of failing",
+		Fails: []string{"RPLY-MODE-002"}})
+	FaultReplayOverridesIgnored = declare(fault.Fault{Name: "replay-overrides-ignored",
+		Doc:   "with_overrides replays the recorded material (deltas still written)",
+		Fails: []string{"RPLY-MODE-003"}})
+	FaultReplayOverrideUnstable = declare(fault.Fault{Name: "replay-override-unstable",
+		Doc:       "an overridden model response's text gets the replay task id appended (differs per replay)",
+		Fails:     []string{"RPLY-OVERRIDE-001"},
+		Tolerated: []string{"RPLY-MODE-003"},
+		Why:       "the changed text is no longer the override's either: RPLY-MODE-003 sees it"})
+	FaultReplaySecretOverrideLeaks = declare(fault.Fault{Name: "replay-secret-override-leaks",
+		Doc:   "a secret override's value appears in the replayed secret_read event payload",
+		Warns: []string{"RPLY-OVERRIDE-005"}})
+	FaultReplayLogReordered = declare(fault.Fault{Name: "replay-log-reordered",
+		Doc:   "replayed events are emitted in reverse source order",
+		Fails: []string{"RPLY-LOG-001"}})
+	FaultReplayMetaNoSource = declare(fault.Fault{Name: "replay-meta-no-source",
+		Doc:   "replay.source_task_id is empty",
+		Fails: []string{"RPLY-META-001"}})
+	FaultReplayMetaNoReplayTask = declare(fault.Fault{Name: "replay-meta-no-replay-task",
+		Doc:   "replay.replay_task_id names the source task",
+		Fails: []string{"RPLY-META-002"}})
+	FaultReplayMetaNoOriginal = declare(fault.Fault{Name: "replay-meta-no-original",
+		Doc:   "replay.original_event_id is null",
+		Fails: []string{"RPLY-META-003"}})
+	FaultReplayMetaNoCursor = declare(fault.Fault{Name: "replay-meta-no-cursor",
+		Doc:   "replay.replay_cursor is null",
+		Fails: []string{"RPLY-META-004"}})
+	FaultReplayMetaWrongMode = declare(fault.Fault{Name: "replay-meta-wrong-mode",
+		Doc:   "replay.mode on replayed events is always \"exact\"",
+		Fails: []string{"RPLY-META-005"}})
+	FaultReplayMetaNoOverrideKey = declare(fault.Fault{Name: "replay-meta-no-override-key",
+		Doc:   "substituted events carry no replay.override_key",
+		Fails: []string{"RPLY-META-006"}})
+	FaultReplayManyOverridesFail = declare(fault.Fault{Name: "replay-many-overrides-fail",
+		Doc:   "a replay whose override map has 5 or more keys ends FAILED (the fixture request has 5)",
+		Fails: []string{"RPLY-DET-001"}})
+	FaultReplayFailureUnnamed = declare(fault.Fault{Name: "replay-failure-unnamed",
+		Doc:   "a failed replay names no missing dependency, and unknown checkpoint/artifact refusals name nothing",
+		Fails: []string{"RPLY-FAIL-001"}})
+	FaultReplayRefreshesMemory = declare(fault.Fault{Name: "replay-refreshes-memory",
+		Doc:   "a replayed memory_read reads the memories' current contents",
+		Fails: []string{"RPLY-REFRESH-001"}})
+	FaultReplayBringsNewMemory = declare(fault.Fault{Name: "replay-brings-new-memory",
+		Doc:   "a replayed memory_read adds memories created after the source ran",
+		Fails: []string{"RPLY-REFRESH-002"}})
 )
 
 // The replay worker: a replay task's run. It goes through the ordinary

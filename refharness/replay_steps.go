@@ -11,7 +11,18 @@ import (
 
 	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: replay override keys.
+var (
+	FaultReplayKeysUnstable = declare(fault.Fault{Name: "replay-keys-unstable",
+		Doc:   "model call override keys embed the task id (llm:<task id>:<call_id>): they differ per run",
+		Warns: []string{"RPLY-OVERRIDE-002"}})
+	FaultReplayKeysNonstandard = declare(fault.Fault{Name: "replay-keys-nonstandard",
+		Doc:   "model call override keys are model:<call_id> instead of llm:<call_id>",
+		Warns: []string{"RPLY-OVERRIDE-003"}})
 )
 
 // The replay steps of the scenario contract (docs/scenarios.md, "Replay

@@ -15,6 +15,50 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: routing: request bodies, idempotency, creates and
+// pagination.
+var (
+	FaultForgetIdempotency = declare(fault.Fault{Name: "forget-idempotency",
+		Doc:   "Idempotency-Key ignored: retries create duplicates",
+		Fails: []string{"CORE-IDEM-001", "CORE-IDEM-002", "CORE-IDEM-003", "CORE-IDEM-004", "CORE-IDEM-005"}})
+	FaultIdempotencyNoConflict = declare(fault.Fault{Name: "idempotency-no-conflict",
+		Doc:   "same key + different body replays the first response instead of 409",
+		Fails: []string{"CORE-IDEM-002", "CORE-IDEM-005"}})
+	FaultDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "duplicate-on-concurrent-retry",
+		Doc:   "concurrent retries race and create duplicates; sequential retries work",
+		Fails: []string{"CORE-IDEM-003"}})
+	FaultWrongCreateStatus = declare(fault.Fault{Name: "wrong-create-status",
+		Doc:   "creates answer 200 instead of 201/202",
+		Fails: []string{"CORE-READ-010", "CORE-READ-011", "CORE-TASK-001", "CORE-TASK-002"}})
+	FaultNo413 = declare(fault.Fault{Name: "no-413",
+		Doc:   "bodies over the limit are accepted",
+		Fails: []string{"CORE-ERR-006"}})
+	FaultLimitIgnored = declare(fault.Fault{Name: "limit-ignored",
+		Doc:       "list ?limit= is ignored (default page size used)",
+		Fails:     []string{"CORE-PAGE-002"},
+		Tolerated: []string{"CORE-EVT-004"},
+		Why:       "the harness breaks event ranges the same way; the event page walk (CORE-EVT-004) sees it"})
+	FaultPaginationRepeats = declare(fault.Fault{Name: "pagination-repeats",
+		Doc:       "each next page repeats the last item of the previous page",
+		Fails:     []string{"CORE-PAGE-003"},
+		Tolerated: []string{"CORE-EVT-004"},
+		Why:       "the harness breaks event ranges the same way; the event page walk (CORE-EVT-004) sees it"})
+	FaultIdempotencyIgnoresTarget = declare(fault.Fault{Name: "idempotency-ignores-target",
+		Doc:   "idempotency scope ignores the target: a key reused on another path conflicts",
+		Fails: []string{"CORE-IDEM-007"}})
+	FaultMalformedJSONAs500 = declare(fault.Fault{Name: "malformed-json-500",
+		Doc:   "a body that is not JSON answers 500 internal_error instead of 400",
+		Fails: []string{"CORE-ERR-004"}})
+	FaultIdempotencyKeyLength = declare(fault.Fault{Name: "idempotency-key-length",
+		Doc:   "Idempotency-Key length is not checked (empty or >255 accepted)",
+		Warns: []string{"CORE-IDEM-006"}})
+	FaultIdempotencyByteCompare = declare(fault.Fault{Name: "idempotency-byte-compare",
+		Doc:      "retries are compared by raw body bytes: an equivalent body with reordered keys gets 409",
+		Fails:    []string{"CORE-IDEM-001"},
+		Hookless: true})
 )
 
 // call is one routed request.

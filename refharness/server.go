@@ -24,8 +24,60 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/journal"
 )
+
+// Faults of this area: version and credential checks, and what every request
+// passes through.
+var (
+	FaultSkipVersionCheck = declare(fault.Fault{Name: "skip-version-check",
+		Doc:   "missing/unsupported version header accepted instead of 426",
+		Fails: []string{"CORE-VER-001", "CORE-VER-002"}})
+	FaultNoSupportedVersions = declare(fault.Fault{Name: "no-supported-versions",
+		Doc:   "426 body does not list the supported versions (no details, message names none)",
+		Warns: []string{"CORE-VER-003"}})
+	FaultAcceptMissingKey = declare(fault.Fault{Name: "accept-missing-key",
+		Doc:   "a request without Authorization is served",
+		Fails: []string{"CORE-AUTH-001"}})
+	FaultAcceptAnyKey = declare(fault.Fault{Name: "accept-any-key",
+		Doc:   "an unknown API key is accepted (missing still 401)",
+		Fails: []string{"CORE-AUTH-003"}})
+	FaultEchoKeyInError = declare(fault.Fault{Name: "echo-key-in-error",
+		Doc:   "the 401 message repeats the presented key",
+		Fails: []string{"CORE-AUTH-004"}})
+	FaultSequenceNotIncreasing = declare(fault.Fault{Name: "sequence-not-increasing",
+		Doc:   "per-resource event sequence repeats",
+		Fails: []string{"CORE-EVT-002"}})
+	FaultUnknownRouteNot404 = declare(fault.Fault{Name: "unknown-route-not-404",
+		Doc:   "unknown routes answer 200 with an empty object",
+		Fails: []string{"CORE-ERR-001"}})
+	FaultPublicNeedsVersion = declare(fault.Fault{Name: "public-needs-version",
+		Doc:   "GET /v1 and /v1/agent-card answer 426 without the version header",
+		Fails: []string{"CORE-VER-004"}})
+	FaultAcceptMalformedAuth = declare(fault.Fault{Name: "accept-malformed-auth",
+		Doc:   "an Authorization header that is not a Bearer credential is accepted",
+		Fails: []string{"CORE-AUTH-002"}})
+	// Enforcement on /v1/tasks only: a suite that probed only there passed
+	// these. The suite probes every operation of the OpenAPI.
+	FaultAuthOnlyOnTasks = declare(fault.Fault{Name: "auth-only-on-tasks",
+		Doc:      "requests without Authorization are served everywhere but under /v1/tasks",
+		Fails:    []string{"CORE-AUTH-001"},
+		Hookless: true})
+	FaultVersionOnlyOnTasks = declare(fault.Fault{Name: "version-only-on-tasks",
+		Doc:      "the version header is checked only under /v1/tasks",
+		Fails:    []string{"CORE-VER-001"},
+		Hookless: true})
+)
+
+// VariantCoreOnly offers no Workspace API (Core does not include it):
+// /v1/workspaces routes are unknown, and the operator provisioned one
+// workspace, ProvisionedWorkspaceID, that every key may use.
+var VariantCoreOnly = declareVariant(fault.Variant{Name: "core-only",
+	Doc: "no Workspace API (/v1/workspaces unknown); every key may use the one provisioned workspace, " + ProvisionedWorkspaceID})
+
+// ProvisionedWorkspaceID is the workspace VariantCoreOnly provisions.
+const ProvisionedWorkspaceID = "workspace_provisioned"
 
 var _ http.Handler = (*Server)(nil)
 

@@ -7,6 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
+)
+
+// Faults of this area: the event journal's ids.
+var (
+	FaultEventIDsNotMonotonic = declare(fault.Fault{Name: "event-ids-not-monotonic",
+		Doc:      "event ids of adjacent positions are swapped (\u20262, \u20261, \u20264, \u20263), consistently in rendering and parsing",
+		Fails:    []string{"CORE-EVT-006"},
+		Hookless: true})
 )
 
 // commit is one atomic change: the unit written to the journal and the only

@@ -8,7 +8,69 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: the task lifecycle: transitions, cancellation and its
+// events.
+var (
+	FaultTerminalTaskMutable = declare(fault.Fault{Name: "terminal-task-mutable",
+		Doc:       "cancel moves a COMPLETED/FAILED task to CANCELED",
+		Fails:     []string{"CORE-CANCEL-002"},
+		Tolerated: []string{"CORE-CANCEL-003"},
+		Why:       "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003)"})
+	FaultCompletedAfterCancel = declare(fault.Fault{Name: "completed-after-cancel",
+		Doc:   "a canceled task is later overwritten with COMPLETED",
+		Fails: []string{"CORE-CANCEL-001"}})
+	FaultCanceledHasCompletedAt = declare(fault.Fault{Name: "canceled-has-completed-at",
+		Doc:   "a CANCELED task carries completed_at",
+		Fails: []string{"CORE-CANCEL-003"}})
+	FaultSkipTransitionEvent = declare(fault.Fault{Name: "skip-transition-event",
+		Doc:      "SUBMITTED->WORKING emits no task event",
+		Fails:    []string{"CORE-LIFE-002"},
+		Hookless: true})
+	FaultIllegalTransition = declare(fault.Fault{Name: "illegal-transition",
+		Doc:      "tasks jump SUBMITTED->COMPLETED without WORKING",
+		Fails:    []string{"CORE-LIFE-001"},
+		Hookless: true})
+	FaultIDsNotStable = declare(fault.Fault{Name: "ids-not-stable",
+		Doc:   "GET /v1/tasks/{id} answers with a different id each time",
+		Fails: []string{"CORE-ID-001", "CORE-ID-002"}})
+	FaultTaskListIgnoresSession = declare(fault.Fault{Name: "task-list-ignores-session",
+		Doc:   "GET /v1/tasks ignores ?session_id=",
+		Fails: []string{"CORE-TASK-003"}})
+	FaultCancelNoop = declare(fault.Fault{Name: "cancel-noop",
+		Doc:         "cancel of a running task answers 200 with the task and does nothing",
+		Fails:       []string{"CORE-CANCEL-001"},
+		TaskTimeout: 10 * time.Second,
+		Why:         "three specs wait for a task whose cancel did nothing (ten minutes of work) to leave WORKING, which it never does: each wait runs to --task-timeout and ends in the expected failure, or in a verdict that holds whatever the wait's length; the waits of this run that must succeed are for tasks that end by themselves within 5 s at most"})
+	FaultPlainSkipsWork = declare(fault.Fault{Name: "plain-skips-working",
+		Doc:      "plain tasks jump SUBMITTED -> COMPLETED; task.completed names no previous status",
+		Fails:    []string{"CORE-LIFE-001"},
+		Hookless: true})
+	FaultClosedTakesTasks = declare(fault.Fault{Name: "closed-session-takes-tasks",
+		Doc:   "a CLOSED session still accepts new tasks",
+		Fails: []string{"CORE-SESSION-001"}})
+	FaultTerminalAcceptsMessage = declare(fault.Fault{Name: "terminal-accepts-message",
+		Doc:      "input and interrupt messages to a terminal task answer 201; input moves it back to WORKING",
+		Fails:    []string{"CORE-LIFE-004"},
+		Hookless: true})
+)
+
+// Variants of this area.
+var (
+	VariantCancelTerminalConflict = declareVariant(fault.Variant{Name: "cancel-terminal-409", Doc: "cancel of a terminal task answers 409 conflict, not 400"})
+	// VariantNoScenarioHook hides the conform.scenarios test hook, as on a
+	// third-party server: discovery and the card do not advertise it and
+	// task metadata["conform.scenario"] is ignored (every task is the
+	// default echo agent's).
+	VariantNoScenarioHook = declareVariant(fault.Variant{Name: "no-scenario-hook",
+		Doc: "the conform.scenarios test hook is hidden, as on a third-party server: every task is the default echo agent's"})
+	// VariantChattyAgent makes the default agent emit 60 agent.message
+	// events per task: more than one default page (50) of events.
+	VariantChattyAgent = declareVariant(fault.Variant{Name: "chatty-agent",
+		Doc: "the default agent emits 60 agent.message events per task: more than one default page of events"})
 )
 
 // agentActor is the actor id of the built-in agent in events it emits.

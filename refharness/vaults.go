@@ -7,7 +7,24 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
+)
+
+// Faults of this area: vaults and their secrets.
+var (
+	FaultVaultNotReadable = declare(fault.Fault{Name: "vault-not-readable",
+		Doc:   "GET /v1/vaults/{id} answers 404 for the vaults it created (they are still listed)",
+		Fails: []string{"EXT-VAULT-001"}})
+	FaultVaultReadLeaks = declare(fault.Fault{Name: "vault-read-leaks",
+		Doc:   "GET /v1/vaults/{id} shows the vault's stored secret values",
+		Fails: []string{"EXT-VAULT-002"}})
+	FaultVaultSecretInEvent = declare(fault.Fault{Name: "vault-secret-in-event",
+		Doc:   "a use_vault_secret step's tool.requested event carries the secret value",
+		Fails: []string{"EXT-VAULT-003"}})
+	FaultVaultPolicyIgnored = declare(fault.Fault{Name: "vault-policy-ignored",
+		Doc:   "use_vault_secret uses a vault's secret although the vault's capabilities do not allow \"use\"",
+		Fails: []string{"EXT-AUTHZ-005"}})
 )
 
 // Vaults (EXT-VAULT-001..003, EXT-AUTHZ-005). A vault's secret values are

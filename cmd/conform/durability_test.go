@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/reports"
 )
 
@@ -310,36 +311,45 @@ func TestDurabilityWithoutRestartCmdIsUnverified(t *testing.T) {
 	}
 }
 
-// A task waiting for input is still INPUT_REQUIRED after the restart, with
-// no state event since: recovered in a state the spec does not allow. Only
-// CORE-DUR-001 fails (its WORKING sibling, read back as WORKING, is legal,
-// and the idempotency keys survive).
+// The faults that need a restart (fault.Restart; each a middleware in
+// front of a wrapserve target whose restart works): each fails exactly
+// its requirements, saying what restartRows says, and the other
+// durability MUSTs, checked in the same spec after them, still pass
+// (every check runs). keeps-waiting: a task waiting for input is still
+// INPUT_REQUIRED after the restart, with no state event since: recovered
+// in a state the spec does not allow; its WORKING sibling, read back as
+// WORKING, is legal, and the idempotency keys survive.
 func TestDurabilityRecoveredAsWaiting(t *testing.T) {
 	proofTier(t)
 	if testing.Short() {
 		t.Skip("runs the Core suite")
 	}
 	t.Parallel()
-	// The harness keeps a task it recovered in the status it had before the
-	// restart (wrapfault "keeps-waiting").
-	url, restart := restartableWrapped(t, "keeps-waiting")
-	code, _, r := durabilityRun(t, url, "--restart-cmd", restart)
-	if failed := verdicts(r, reports.Fail); !slices.Equal(failed, []string{"CORE-DUR-001"}) {
-		t.Errorf("failed = %v, want exactly [CORE-DUR-001]: %s", failed, messages(r, failed))
-	}
-	if q := reqResult(r, "CORE-DUR-001"); !strings.Contains(q.Message, "was INPUT_REQUIRED before the restart and is still INPUT_REQUIRED after it") {
-		t.Errorf("CORE-DUR-001 message %q, want it to name the task kept INPUT_REQUIRED", q.Message)
-	}
-	// CORE-DUR-002 is checked in the same spec, after the CORE-DUR-001
-	// checks (which do not stop it), and holds: every check runs.
-	if q := reqResult(r, "CORE-DUR-002"); q.Verdict != reports.Pass {
-		t.Errorf("CORE-DUR-002 = %s (%s), want pass (its checks ran after CORE-DUR-001 failed, and held)", q.Verdict, q.Message)
-	}
-	if errs := verdicts(r, reports.Error); len(errs) > 0 {
-		t.Errorf("errors %v: %s", errs, messages(r, errs))
-	}
-	if code != 1 {
-		t.Errorf("exit %d, want 1", code)
+	for _, f := range runFaults(fault.Restart) {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			url, restart := restartableWrapped(t, f.Name)
+			code, _, r := durabilityRun(t, url, "--restart-cmd", restart)
+			if failed := verdicts(r, reports.Fail); !slices.Equal(failed, sortedIDs(f.Fails)) {
+				t.Errorf("failed = %v, want exactly %v: %s", failed, f.Fails, messages(r, failed))
+			}
+			for _, id := range f.Fails {
+				if q := reqResult(r, id); !strings.Contains(q.Message, restartRows[f.Name]) {
+					t.Errorf("%s message %q, want it to say %q", id, q.Message, restartRows[f.Name])
+				}
+			}
+			for _, id := range durabilityReqs {
+				if q := reqResult(r, id); !slices.Contains(f.Fails, id) && q.Verdict != reports.Pass {
+					t.Errorf("%s = %s (%s), want pass (its checks ran after the failed ones, and held)", id, q.Verdict, q.Message)
+				}
+			}
+			if errs := verdicts(r, reports.Error); len(errs) > 0 {
+				t.Errorf("errors %v: %s", errs, messages(r, errs))
+			}
+			if code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+		})
 	}
 }
 

@@ -26,7 +26,8 @@ package main
 // (TestX/row) runs each named row alone, the precise check when a grouped
 // row fails.
 //
-// The groupings are a pure function of the row tables, so the plan
+// The groupings are a pure function of the fault declarations (the rows,
+// faultrows_test.go, are the declarations sorted by name), so the plan
 // (proofPlan) and the rows agree on them without coordination.
 
 import (
@@ -39,6 +40,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/reports"
 )
 
@@ -46,31 +48,31 @@ import (
 // two runs, so a pool of n rows takes about 2n/groupSize runs.
 const groupSize = 6
 
-// groupRow is one fault row as the groupings see it.
+// groupRow is one fault row as the groupings see it: a declared fault
+// (package fault) of the reference Harness, in-server or on the wire
+// (faultrows_test.go derives the rows from the declarations).
 type groupRow struct {
-	fault     refharness.Fault // a harness fault, or
-	wrap      string           // a wrapfault middleware (at most one per run)
-	fails     []string         // must fail
-	tolerated []string         // may fail
-	warns     string           // must warn (a SHOULD row; fails is empty)
-	args      []string         // the row's own flags: it runs alone
-	alone     bool
+	fault.Fault
+	args []string // the row's own flags: it runs alone
 }
 
-// name is the row's name: its fault's, or its middleware's.
-func (r groupRow) name() string {
-	if r.wrap != "" {
-		return "wrap:" + r.wrap
-	}
-	return string(r.fault)
-}
+// name is the row's name: its fault's (faults and wire faults share one
+// name space, wrapfault keeps it so).
+func (r groupRow) name() string { return r.Name }
 
-func (r groupRow) footprint() []string {
-	fp := slices.Concat(r.fails, r.tolerated)
-	if r.warns != "" {
-		fp = append(fp, r.warns)
+// alone says the row never shares a run: its declaration says so, or it
+// needs flags of its own.
+func (r groupRow) alone() bool { return r.Alone || len(r.args) > 0 }
+
+func (r groupRow) footprint() []string { return slices.Concat(r.Fails, r.Tolerated, r.Warns) }
+
+// spec is the target of the row alone: the Harness with its fault, or
+// behind its middleware.
+func (r groupRow) spec(variants []refharness.Variant) targetSpec {
+	if r.Kind == fault.Wire {
+		return targetSpec{Wrap: r.Name, Variants: variants}
 	}
-	return fp
+	return targetSpec{Faults: []refharness.Fault{refharness.Fault(r.Name)}, Variants: variants}
 }
 
 // faultPool is the rows that may share runs: one level, one set of
@@ -80,13 +82,10 @@ type faultPool struct {
 	levels   string
 	variants []refharness.Variant
 	rows     func() []groupRow
-	// alone are the rows that run alone: their failure blocks the checks
-	// of much of the level (the suite reports what a failure blocks as
-	// unverified), so every partner would need a run of its own anyway.
-	alone []string
 
 	once sync.Once
 	g    faultGrouping
+	rs   []groupRow
 }
 
 // faultGrouping is a pool's runs and which runs each fault is in.
@@ -95,74 +94,14 @@ type faultGrouping struct {
 	of   map[string][]int // by row name: one run (alone) or two
 }
 
-func mustRows(tables [][]faultCase, wraps ...[]wrapFault) func() []groupRow {
-	return func() []groupRow {
-		var out []groupRow
-		for _, rows := range tables {
-			for _, tc := range rows {
-				out = append(out, groupRow{fault: tc.Fault, fails: tc.Fails, tolerated: tc.Tolerated, args: tc.Args, alone: len(tc.Args) > 0})
-			}
-		}
-		for _, rows := range wraps {
-			for _, w := range rows {
-				out = append(out, groupRow{wrap: w.Name, fails: w.Fails, tolerated: w.Tolerated})
-			}
-		}
-		return out
-	}
-}
-
-type shouldRow = struct {
-	Fault refharness.Fault
-	Warns string
-}
-
-type wrapShouldRow = struct{ Name, Warns string }
-
-func shouldRows(rows []shouldRow, wraps ...[]wrapShouldRow) func() []groupRow {
-	return func() []groupRow {
-		var out []groupRow
-		for _, r := range rows {
-			out = append(out, groupRow{fault: r.Fault, warns: r.Warns})
-		}
-		for _, ws := range wraps {
-			for _, w := range ws {
-				out = append(out, groupRow{wrap: w.Name, warns: w.Warns})
-			}
-		}
-		return out
-	}
-}
-
-// faultPools are every pool, by name.
-var faultPools = map[string]*faultPool{
-	"core": {levels: "core", rows: mustRows([][]faultCase{coreFaults, restFaults, streamFaults}, restWrapFaults, streamWrapFaults),
-		// CORE-READ-004 and CORE-SSE-001 gate most reads and every stream.
-		alone: []string{string(refharness.FaultLowercaseStatus), string(refharness.FaultSSEWrongContentType)}},
-	"core-hookless": {levels: "core", variants: noHook, rows: mustRows([][]faultCase{hooklessFaults}),
-		alone: []string{string(refharness.FaultLowercaseStatus)}},
-	"core-should":     {levels: "core", rows: shouldRows(restShouldFaults, restWrapShouldFaults, streamWrapShouldFaults)},
-	"receipts":        {levels: "receipts", rows: mustRows([][]faultCase{receiptFaults}, receiptWrapFaults)},
-	"receipts-should": {levels: "receipts", rows: shouldRows(receiptShouldFaults, receiptWrapShouldFaults)},
-	"extended":        {levels: "extended", rows: mustRows(extendedFaultTables, extWSWrapFaults)},
-	"extended-should": {levels: "extended", rows: shouldRows(extendedShouldFaults)},
-	"replay":          {levels: "replay", rows: mustRows([][]faultCase{replayFaults})},
-	"replay-should":   {levels: "replay", rows: shouldRows(replayShouldFaults)},
-}
-
 func pool(name string) *faultPool {
 	p := faultPools[name]
 	if p == nil {
 		panic("no fault pool " + name)
 	}
 	p.once.Do(func() {
-		rows := p.rows()
-		for i := range rows {
-			if slices.Contains(p.alone, rows[i].name()) {
-				rows[i].alone = true
-			}
-		}
-		p.g = groupFaults(rows, groupSize)
+		p.rs = p.rows()
+		p.g = groupFaults(p.rs, groupSize)
 	})
 	return p
 }
@@ -179,11 +118,8 @@ func groupFaults(rows []groupRow, k int) faultGrouping {
 		for _, id := range r.footprint() {
 			fps[i][id] = true
 		}
-		for _, id := range r.fails {
+		for _, id := range r.Own() {
 			owns[i][id] = true
-		}
-		if r.warns != "" {
-			owns[i][r.warns] = true
 		}
 	}
 	meets := func(a, b map[string]bool) bool {
@@ -195,11 +131,11 @@ func groupFaults(rows []groupRow, k int) faultGrouping {
 		return false
 	}
 	conflict := func(a, b int) bool {
-		return (rows[a].wrap != "" && rows[b].wrap != "") || meets(owns[a], fps[b]) || meets(owns[b], fps[a])
+		return (rows[a].Kind == fault.Wire && rows[b].Kind == fault.Wire) || meets(owns[a], fps[b]) || meets(owns[b], fps[a])
 	}
 	var eligible []int
 	for i, r := range rows {
-		if !r.alone {
+		if !r.alone() {
 			eligible = append(eligible, i)
 		}
 	}
@@ -208,7 +144,7 @@ func groupFaults(rows []groupRow, k int) faultGrouping {
 	// nothing of its own, and one they hold and it does not would bar the
 	// row from every B group holding it too.
 	slices.SortStableFunc(eligible, func(a, b int) int {
-		return strings.Compare(strings.Join(sortedIDs(rows[a].tolerated), " "), strings.Join(sortedIDs(rows[b].tolerated), " "))
+		return strings.Compare(strings.Join(sortedIDs(rows[a].Tolerated), " "), strings.Join(sortedIDs(rows[b].Tolerated), " "))
 	})
 	// Grouping A: first fit in that order, in groups of about the root of
 	// the pool's size: a B group takes at most one row of each A group, so
@@ -329,7 +265,7 @@ func groupFaults(rows []groupRow, k int) faultGrouping {
 		add(g)
 	}
 	for i, r := range rows {
-		if r.alone {
+		if r.alone() {
 			add([]int{i})
 		}
 	}
@@ -347,10 +283,10 @@ func (p *faultPool) job(n int) proofJob {
 	rs := p.g.runs[n]
 	j := proofJob{spec: targetSpec{Variants: p.variants}, levels: p.levels}
 	for _, r := range rs {
-		if r.wrap != "" {
-			j.spec.Wrap = r.wrap
+		if r.Kind == fault.Wire {
+			j.spec.Wrap = r.Name
 		} else {
-			j.spec.Faults = append(j.spec.Faults, r.fault)
+			j.spec.Faults = append(j.spec.Faults, refharness.Fault(r.Name))
 		}
 	}
 	if len(rs) == 1 {
@@ -359,14 +295,14 @@ func (p *faultPool) job(n int) proofJob {
 	return j
 }
 
-// poolJobs is the plan of a proof test whose rows are faults of the pool:
-// every run one of them is in, in row order.
-func poolJobs(name string, rowNames []string) []proofJob {
+// poolJobs is the plan of a pool's proof test: every run of its rows, in
+// row order.
+func poolJobs(name string) []proofJob {
 	p := pool(name)
 	var jobs []proofJob
 	seen := map[int]bool{}
-	for _, f := range rowNames {
-		for _, n := range p.g.of[f] {
+	for _, r := range p.rs {
+		for _, n := range p.g.of[r.name()] {
 			if !seen[n] {
 				seen[n] = true
 				jobs = append(jobs, p.job(n))
@@ -374,40 +310,6 @@ func poolJobs(name string, rowNames []string) []proofJob {
 		}
 	}
 	return jobs
-}
-
-// faultsOf, shouldFaultsOf, wrapsOf and shouldWrapsOf are the row names of
-// a table.
-func faultsOf(rows []faultCase) []string {
-	var fs []string
-	for _, r := range rows {
-		fs = append(fs, string(r.Fault))
-	}
-	return fs
-}
-
-func shouldFaultsOf(rows []shouldRow) []string {
-	var fs []string
-	for _, r := range rows {
-		fs = append(fs, string(r.Fault))
-	}
-	return fs
-}
-
-func wrapsOf(rows []wrapFault) []string {
-	var fs []string
-	for _, r := range rows {
-		fs = append(fs, "wrap:"+r.Name)
-	}
-	return fs
-}
-
-func shouldWrapsOf(rows []wrapShouldRow) []string {
-	var fs []string
-	for _, r := range rows {
-		fs = append(fs, "wrap:"+r.Name)
-	}
-	return fs
 }
 
 // grouped reports whether the calling row's test runs its plan (the rows
@@ -420,33 +322,35 @@ func grouped(t *testing.T) bool {
 	return iter > 0 && !strings.Contains(flagValue("test.run"), "/")
 }
 
-// assertFaultRow checks a MUST row of pool name.
-func assertFaultRow(t *testing.T, name string, tc faultCase) {
+// assertRow checks a row of pool name: a MUST row's requirements fail
+// (and nothing but its tolerated ones), a SHOULD row's requirements warn
+// (and nothing fails or errs). Grouped, the row is judged by its runs with
+// partners (assertRuns); named by -run, or when its runs cannot show it,
+// by a run of its own.
+func assertRow(t *testing.T, name string, r groupRow) {
 	t.Helper()
 	p := pool(name)
-	if !grouped(t) || len(p.g.of[string(tc.Fault)]) == 0 {
-		spec := targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: p.variants}
-		assertCaught(t, "fault "+string(tc.Fault), spec, p.levels, tc.Fails, tc.Tolerated, tc.Args...)
+	spec := r.spec(p.variants)
+	label := "fault " + r.Name
+	if r.Kind == fault.Wire {
+		label = "wire fault " + r.Name
+	}
+	alone := func(label string) {
+		if len(r.Fails) == 0 {
+			assertWarnsOnly(t, label, spec, p.levels, r.Warns, r.args...)
+		} else {
+			assertCaught(t, label, spec, p.levels, r.Fails, r.Tolerated, r.args...)
+		}
+	}
+	if !grouped(t) || len(p.g.of[r.name()]) == 0 {
+		alone(label)
 		return
 	}
-	p.assertRuns(t, string(tc.Fault), mustFail(tc.Fails), func() {
-		spec := targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: p.variants}
-		assertCaught(t, "fault "+string(tc.Fault)+" alone", spec, p.levels, tc.Fails, tc.Tolerated, tc.Args...)
-	})
-}
-
-// assertWrapRow checks a MUST row of pool name whose target is the
-// harness behind a wrapfault middleware.
-func assertWrapRow(t *testing.T, name string, tc wrapFault) {
-	t.Helper()
-	p := pool(name)
-	if !grouped(t) || len(p.g.of["wrap:"+tc.Name]) == 0 {
-		assertCaught(t, tc.Name, wrapped(tc.Name), p.levels, tc.Fails, tc.Tolerated)
-		return
+	own := mustFail(r.Fails)
+	if len(r.Fails) == 0 {
+		own = mustWarn(r.Warns)
 	}
-	p.assertRuns(t, "wrap:"+tc.Name, mustFail(tc.Fails), func() {
-		assertCaught(t, tc.Name+" alone", wrapped(tc.Name), p.levels, tc.Fails, tc.Tolerated)
-	})
+	p.assertRuns(t, r.name(), own, func() { alone(label + " alone") })
 }
 
 func mustFail(fails []string) func(code int, r *reports.Report) []string {
@@ -465,39 +369,14 @@ func mustFail(fails []string) func(code int, r *reports.Report) []string {
 	}
 }
 
-// assertShouldRow checks a SHOULD row of pool name: its requirement
-// warns, and nothing fails or errs.
-func assertShouldRow(t *testing.T, name string, tc shouldRow) {
-	t.Helper()
-	p := pool(name)
-	if !grouped(t) || len(p.g.of[string(tc.Fault)]) == 0 {
-		assertWarnsOnly(t, "fault "+string(tc.Fault), targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: p.variants}, p.levels, tc.Warns)
-		return
-	}
-	p.assertRuns(t, string(tc.Fault), mustWarn(tc.Warns), func() {
-		assertWarnsOnly(t, "fault "+string(tc.Fault)+" alone", targetSpec{Faults: []refharness.Fault{tc.Fault}, Variants: p.variants}, p.levels, tc.Warns)
-	})
-}
-
-// assertWrapShouldRow checks a SHOULD row of pool name whose target is
-// the harness behind a wrapfault middleware.
-func assertWrapShouldRow(t *testing.T, name string, tc wrapShouldRow) {
-	t.Helper()
-	p := pool(name)
-	if !grouped(t) || len(p.g.of["wrap:"+tc.Name]) == 0 {
-		assertWarnsOnly(t, tc.Name, wrapped(tc.Name), p.levels, tc.Warns)
-		return
-	}
-	p.assertRuns(t, "wrap:"+tc.Name, mustWarn(tc.Warns), func() {
-		assertWarnsOnly(t, tc.Name+" alone", wrapped(tc.Name), p.levels, tc.Warns)
-	})
-}
-
-func mustWarn(warns string) func(code int, r *reports.Report) []string {
+func mustWarn(warns []string) func(code int, r *reports.Report) []string {
 	return func(code int, r *reports.Report) []string {
 		var out []string
-		if warned := verdicts(r, reports.Warn); !slices.Contains(warned, warns) {
-			out = append(out, fmt.Sprintf("%s not reported as a warning (warnings: %v)", warns, warned))
+		warned := verdicts(r, reports.Warn)
+		for _, id := range warns {
+			if !slices.Contains(warned, id) {
+				out = append(out, fmt.Sprintf("%s not reported as a warning (warnings: %v)", id, warned))
+			}
 		}
 		if errs := verdicts(r, reports.Error); len(errs) > 0 {
 			out = append(out, fmt.Sprintf("the run breaks SHOULDs only, but the suite reports errors %v: %s", errs, messages(r, errs)))
@@ -623,21 +502,21 @@ func blockedBy(r *reports.Report) map[string]string {
 func TestFaultGroupsKeepInvariants(t *testing.T) {
 	for name := range faultPools {
 		p := pool(name)
-		rows := p.rows()
+		rows := p.rs
 		for _, r := range rows {
 			ns := p.g.of[r.name()]
 			if len(ns) == 0 || len(ns) > 2 {
 				t.Errorf("%s: row %s is in %d runs, want 1 or 2", name, r.name(), len(ns))
 				continue
 			}
-			own := slices.Concat(r.fails, []string{r.warns})
+			own := r.Own()
 			masked := make([]map[string]bool, len(ns))
 			for k, n := range ns {
 				rs := p.g.runs[n]
 				if len(rs) > groupSize {
 					t.Errorf("%s: a run holds %d faults, more than %d", name, len(rs), groupSize)
 				}
-				if r.alone && len(rs) != 1 {
+				if r.alone() && len(rs) != 1 {
 					t.Errorf("%s: fault %s must run alone", name, r.name())
 				}
 				masked[k] = map[string]bool{}
@@ -653,8 +532,8 @@ func TestFaultGroupsKeepInvariants(t *testing.T) {
 							masked[k][id] = true
 						}
 					}
-					for _, id := range slices.Concat(m.fails, []string{m.warns}) {
-						if id != "" && slices.Contains(r.footprint(), id) {
+					for _, id := range m.Own() {
+						if slices.Contains(r.footprint(), id) {
 							t.Errorf("%s: fault %s shares a run with %s, whose requirement %s it expects too", name, r.name(), m.name(), id)
 						}
 					}

@@ -65,16 +65,6 @@ func authzJudged(t *testing.T, r *reports.Report) {
 
 var authzReqs = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
 
-var extAuthzFaults = []faultCase{
-	{Fault: refharness.FaultAuthzCrossTenantReads, Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzCrossTenantWrites, Fails: []string{"EXT-AUTHZ-002", "EXT-AUTHZ-009"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzListsLeak, Fails: []string{"EXT-AUTHZ-002"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzHiddenAs403, Fails: []string{"EXT-AUTHZ-009"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzActorNotBound, Fails: []string{"EXT-AUTHZ-002"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzRefusalEchoesCredential, Fails: []string{"EXT-AUTHZ-008"}, Args: actorArgs},
-	{Fault: refharness.FaultAuthzReadOnlyWrites, Fails: []string{"EXT-AUTHZ-001"}, Args: actorArgs},
-}
-
 // extAuthzAreas are the requirements these rows prove.
 var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
 

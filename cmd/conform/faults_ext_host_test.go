@@ -12,34 +12,7 @@ package main
 
 import (
 	"testing"
-
-	"github.com/harn-conform/conform/refharness"
 )
-
-var extHostFaults = []faultCase{
-	// The task never leaves AUTH_REQUIRED, so every wait for it lasts the
-	// whole task timeout: 3 s is ample for the reference Harness.
-	// A WebSocket answer is the REST answer (docs/websocket.md section 4),
-	// so it is lost too: EXT-WS-008 may fail with it.
-	{Fault: refharness.FaultPermissionAnswerLost, Fails: []string{"EXT-HOST-001"}, Tolerated: []string{"EXT-WS-008"}, Args: []string{"--task-timeout", "3s"}},
-	{Fault: refharness.FaultPermissionNotListed, Fails: []string{"EXT-HOST-001"}},
-	{Fault: refharness.FaultApprovalDenialIgnored, Fails: []string{"EXT-AUTHZ-007"}},
-	{Fault: refharness.FaultPermissionIdempotencyIgnored, Fails: []string{"EXT-IDEM-002"}},
-	{Fault: refharness.FaultInputRefusedWhileStreaming, Fails: []string{"EXT-TRANSPORT-003"}},
-	{Fault: refharness.FaultCardAdvertisesWebSocket, Fails: []string{"EXT-TRANSPORT-002"}},
-	{Fault: refharness.FaultLocalRuntimeMisshapen, Fails: []string{"EXT-LOCAL-001"}},
-}
-
-// extHostShouldFaults break a SHOULD (or a MAY's condition): a warning,
-// nothing failed.
-var extHostShouldFaults = []struct {
-	Fault refharness.Fault
-	Warns string
-}{
-	{refharness.FaultVendorEventUnprefixed, "EXT-EVENT-001"},
-	{refharness.FaultToolResultUnpaired, "EXT-EVENT-002"},
-	{refharness.FaultSpanUncorrelated, "EXT-EVENT-003"},
-}
 
 // extHostReqs are the requirements these rows prove, and extHostHooked
 // those of them that need the scenario hook.

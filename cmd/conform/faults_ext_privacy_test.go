@@ -9,20 +9,7 @@ package main
 
 import (
 	"testing"
-
-	"github.com/harn-conform/conform/refharness"
 )
-
-var extPrivacyFaults = []faultCase{
-	{Fault: refharness.FaultPrivMarkedPublic, Fails: []string{"EXT-PRIV-001"}},
-	{Fault: refharness.FaultPrivReceiptOnlyServed, Fails: []string{"EXT-PRIV-001"}},
-	{Fault: refharness.FaultPrivInternalInEvent, Fails: []string{"EXT-PRIV-001"}},
-	{Fault: refharness.FaultPrivSecretInPart, Fails: []string{"EXT-PRIV-002"}},
-	{Fault: refharness.FaultPrivReasoningExposed, Fails: []string{"EXT-PRIV-003"}},
-	{Fault: refharness.FaultPrivRedactionDeletes, Fails: []string{"EXT-PRIV-004"}},
-	{Fault: refharness.FaultPrivRedactionSilent, Fails: []string{"EXT-PRIV-004"}},
-	{Fault: refharness.FaultQuotaIgnoresPersona, Fails: []string{"EXT-PERSONA-005"}},
-}
 
 // extPrivacyReqs are the requirements these rows prove; without the hook
 // every one of them is unverified (each spec needs something only the

@@ -27,37 +27,6 @@ var extResourceReqs = []string{
 	"EXT-CONNECTOR-001", "EXT-CONNECTOR-002", "EXT-CONNECTOR-003", "EXT-CONNECTOR-004",
 }
 
-var extResourceFaults = []faultCase{
-	{Fault: refharness.FaultMemoryDeleteKeeps, Fails: []string{"EXT-MEMORY-001"}},
-	{Fault: refharness.FaultMemoryInTranscript, Fails: []string{"EXT-MEMORY-002"}},
-	{Fault: refharness.FaultVaultNotReadable, Fails: []string{"EXT-VAULT-001"}},
-	{Fault: refharness.FaultVaultReadLeaks, Fails: []string{"EXT-VAULT-002"}},
-	{Fault: refharness.FaultVaultSecretInEvent, Fails: []string{"EXT-VAULT-003"}},
-	{Fault: refharness.FaultVaultPolicyIgnored, Fails: []string{"EXT-AUTHZ-005"}},
-	{Fault: refharness.FaultQuotaNotListed, Fails: []string{"EXT-QUOTA-001"}},
-	// Accepted, worked, then failed: refused in the end (AUTHZ-006 holds),
-	// but not before work started. A persona's quota is enforced by the
-	// same check, so EXT-PERSONA-005 may see it too.
-	{Fault: refharness.FaultQuotaCheckedLate, Fails: []string{"EXT-QUOTA-002"}, Tolerated: []string{"EXT-PERSONA-005"}},
-	// Nothing ran (QUOTA-002 holds), but 409 conflict is no quota refusal;
-	// a persona's quota refusal is the same answer (EXT-PERSONA-005).
-	{Fault: refharness.FaultQuotaRefusedAs409, Fails: []string{"EXT-AUTHZ-006"}, Tolerated: []string{"EXT-PERSONA-005"}},
-	{Fault: refharness.FaultConnectorNotReadable, Fails: []string{"EXT-CONNECTOR-001"}},
-	// The key stays stable (CONNECTOR-002 holds); the redelivery is not deduplicated.
-	{Fault: refharness.FaultConnectorNoDedupe, Fails: []string{"EXT-CONNECTOR-003"}},
-	// Redeliveries are deduplicated (CONNECTOR-003 holds), and so is every
-	// other delivery: the key does not come from the delivery id.
-	{Fault: refharness.FaultConnectorKeyIgnoresID, Fails: []string{"EXT-CONNECTOR-002"}},
-}
-
-// The SHOULD of these areas: warned about, never failed.
-var extResourceShouldFaults = []struct {
-	Fault refharness.Fault
-	Warns string
-}{
-	{refharness.FaultConnectorTaskNoKey, "EXT-CONNECTOR-004"},
-}
-
 // hookless are the requirements a run without the hooks cannot verify on
 // the reference Harness (it has no quota or connector of its own, and
 // takes no secret without the hook).

@@ -16,37 +16,6 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
-var extSessionFaults = []faultCase{
-	{Fault: refharness.FaultPersonaPatchLost, Fails: []string{"EXT-PERSONA-001"}},
-	{Fault: refharness.FaultPersonaToolsIgnored, Fails: []string{"EXT-PERSONA-002"}},
-	// Acting without the approval also breaks the authorization rule that
-	// side effects needing approval wait for it (EXT-AUTHZ-007, host.go).
-	{Fault: refharness.FaultPersonaApprovalSkipped, Fails: []string{"EXT-PERSONA-003", "EXT-AUTHZ-007"}},
-	{Fault: refharness.FaultPersonaShadowActs, Fails: []string{"EXT-PERSONA-003"}},
-	{Fault: refharness.FaultPersonaReceiptSkipped, Fails: []string{"EXT-PERSONA-004"}},
-	{Fault: refharness.FaultWorkspacePatchLost, Fails: []string{"EXT-WORKSPACE-001"}},
-	{Fault: refharness.FaultBranchWrongWorkspace, Fails: []string{"EXT-WORKSPACE-002"}},
-	{Fault: refharness.FaultMessagesNewestFirst, Fails: []string{"EXT-SESSION-001"}},
-	// A truncate_session frame is the REST truncate (docs/websocket.md
-	// section 4), so it keeps the turns too: EXT-WS-006 may fail with it.
-	{Fault: refharness.FaultTruncateKeepsTurns, Fails: []string{"EXT-SESSION-003"}, Tolerated: []string{"EXT-WS-006"}},
-	{Fault: refharness.FaultBranchNotListed, Fails: []string{"EXT-BRANCH-001"}},
-	{Fault: refharness.FaultTaskBranchDropped, Fails: []string{"EXT-BRANCH-002"}},
-	{Fault: refharness.FaultArtifactDigestUnchecked, Fails: []string{"EXT-ARTIFACT-001"}},
-	{Fault: refharness.FaultArtifactIdempotencyIgnored, Fails: []string{"EXT-IDEM-001"}},
-	{Fault: refharness.FaultApprovalIdempotencyIgnored, Fails: []string{"EXT-IDEM-002"}},
-	{Fault: refharness.FaultExtIdempotencyIgnored, Fails: []string{"EXT-IDEM-003"}},
-	{Fault: refharness.FaultSkillSchemaNotObject, Fails: []string{"EXT-SKILL-001"}},
-}
-
-// extSessionShouldFaults break a SHOULD: a warning, nothing failed.
-var extSessionShouldFaults = []struct {
-	Fault refharness.Fault
-	Warns string
-}{
-	{refharness.FaultForkSharesTranscript, "EXT-SESSION-004"},
-}
-
 // extSessionAreas are the requirement areas these rows prove.
 var extSessionAreas = []string{"EXT-PERSONA-", "EXT-WORKSPACE-", "EXT-SESSION-", "EXT-BRANCH-", "EXT-ARTIFACT-", "EXT-IDEM-", "EXT-SKILL-"}
 

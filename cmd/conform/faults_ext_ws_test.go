@@ -10,38 +10,7 @@ package main
 
 import (
 	"testing"
-
-	"github.com/harn-conform/conform/refharness"
 )
-
-var extWSFaults = []faultCase{
-	{Fault: refharness.FaultWSUpgradeUnauthenticated, Fails: []string{"EXT-WS-001"}},
-	{Fault: refharness.FaultWSAdvertisesPlainRemote, Fails: []string{"EXT-WS-002"}},
-	{Fault: refharness.FaultWSBinaryEventFrames, Fails: []string{"EXT-WS-003"}},
-	{Fault: refharness.FaultWSMessageNotAppended, Fails: []string{"EXT-WS-004"}},
-	// The task works ten minutes and the cancel never takes: the wait for
-	// CANCELED (cancellation is cooperative) lasts the whole task timeout,
-	// and 3 s is ample for the reference Harness.
-	{Fault: refharness.FaultWSCancelIgnored, Fails: []string{"EXT-WS-005"}, Args: []string{"--task-timeout", "3s"}},
-	{Fault: refharness.FaultWSTruncateKeepsAll, Fails: []string{"EXT-WS-006"}},
-	{Fault: refharness.FaultWSEventFrameDiffers, Fails: []string{"EXT-WS-007"}},
-	{Fault: refharness.FaultWSNoInputRequest, Fails: []string{"EXT-WS-008"}},
-	{Fault: refharness.FaultWSResumeSkipsEvent, Fails: []string{"EXT-WS-010"}},
-	{Fault: refharness.FaultWSReplayedUnmarked, Fails: []string{"EXT-WS-012"}},
-}
-
-// extWSShouldFaults break a SHOULD (or a MAY's condition): a warning,
-// nothing failed.
-var extWSShouldFaults = []struct {
-	Fault refharness.Fault
-	Warns string
-}{
-	{refharness.FaultWSNoHeartbeat, "EXT-WS-011"},
-	{refharness.FaultWSApprovalAnswerIgnored, "EXT-WS-009"},
-	{refharness.FaultWSIdempotencyIgnored, "EXT-WS-013"},
-	// SSE alone changes agent messages' text: only parity can see it.
-	{refharness.FaultSSEPayloadDrift, "EXT-TRANSPORT-004"},
-}
 
 // extWSReqs are the requirements these rows prove, and extWSHooked those
 // of them that need the scenario hook (a task that waits for input or
@@ -52,17 +21,7 @@ var (
 	extWSHooked = []string{"EXT-WS-005", "EXT-WS-008", "EXT-WS-009", "EXT-WS-010", "EXT-WS-012", "EXT-TRANSPORT-004"}
 )
 
-// extWSWrapFaults break the WebSocket transport from outside the harness
-// (package wrapfault): ws-silent upgrades and then sends nothing. The run
-// must still end within its timeouts, fail the transport's offer
-// (EXT-WS-001) and the advertised transport (EXT-TRANSPORT-002), and leave
-// the other WebSocket requirements unverified, not failed.
-var extWSWrapFaults = []wrapFault{
-	{Name: "ws-silent", Fails: []string{"EXT-WS-001", "EXT-TRANSPORT-002"}},
-}
-
 func init() {
-	planProofs("TestExtWSWrappedFaultsCaught", func() []proofJob { return poolJobs("extended", wrapsOf(extWSWrapFaults)) })
 	planProofs("TestExtWSCleanAndHookless", cleanAndHooklessJobs)
 }
 
@@ -76,17 +35,4 @@ func TestExtWSCleanAndHookless(t *testing.T) {
 	startProofs(t)
 	t.Parallel()
 	assertCleanAndHookless(t, extWSReqs, extWSHooked, "")
-}
-
-func TestExtWSWrappedFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range extWSWrapFaults {
-		t.Run(tc.Name, func(t *testing.T) {
-			assertWrapRow(t, "extended", tc)
-		})
-	}
 }

@@ -1,11 +1,11 @@
 package main
 
-// The Extended level's fault rows, from the tables of the faults_ext_*
-// files (one per group of areas): each row runs the whole Extended level
-// against `conform serve --fault F` and must fail exactly its
-// requirements; each SHOULD row must warn its requirement and fail
-// nothing. Each file keeps its own clean and hook-less runs, whose
-// expectations differ by area.
+// The Extended level's fault rows, derived from the declarations of the
+// reference Harness's faults (faultrows_test.go): each row runs the whole
+// Extended level against the Harness with its fault and must fail exactly
+// its requirements; each SHOULD row must warn its requirement and fail
+// nothing. The faults_ext_* files (one per group of areas) keep their own
+// clean and hook-less runs, whose expectations differ by area.
 
 import (
 	"slices"
@@ -16,49 +16,15 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
-// extendedFaultTables are the Extended fault rows, one table per file.
-var extendedFaultTables = [][]faultCase{extSessionFaults, extResourceFaults, extAuthzFaults, extHostFaults, extPrivacyFaults, extWSFaults}
-
-// extendedShouldFaults are the Extended rows that break a SHOULD (or a
-// MAY's condition).
-var extendedShouldFaults = slices.Concat(extSessionShouldFaults, extResourceShouldFaults, extHostShouldFaults, extWSShouldFaults)
-
+// The Extended fault rows, derived from the declarations
+// (faultrows_test.go).
 func init() {
-	planProofs("TestExtendedFaultsCaught", func() []proofJob {
-		return poolJobs("extended", faultsOf(slices.Concat(extendedFaultTables...)))
-	})
-	planProofs("TestExtendedShouldFaultsWarn", func() []proofJob {
-		return poolJobs("extended-should", shouldFaultsOf(extendedShouldFaults))
-	})
+	planProofs("TestExtendedFaultsCaught", func() []proofJob { return poolJobs("extended") })
+	planProofs("TestExtendedShouldFaultsWarn", func() []proofJob { return poolJobs("extended-should") })
 }
 
-func TestExtendedFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, rows := range extendedFaultTables {
-		for _, tc := range rows {
-			t.Run(string(tc.Fault), func(t *testing.T) {
-				assertFaultRow(t, "extended", tc)
-			})
-		}
-	}
-}
-
-func TestExtendedShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range extendedShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertShouldRow(t, "extended-should", tc)
-		})
-	}
-}
+func TestExtendedFaultsCaught(t *testing.T)     { runPool(t) }
+func TestExtendedShouldFaultsWarn(t *testing.T) { runPool(t) }
 
 // cleanAndHooklessJobs are the two Extended runs an area's clean and
 // hook-less test collects: the clean harness, and one hiding the scenario

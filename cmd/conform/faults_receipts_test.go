@@ -9,136 +9,13 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
-// Receipt faults: each must fail exactly the requirements it names. The
-// Tolerated ones observe the same broken receipt from another side: a
-// redacted receipt is checked for schema and hash again (RCPT-REDACT-006),
-// every receipt the verifier finds anything wrong with also fails the
-// umbrella RCPT-FIX-001 (the target's receipts pass the offline
-// verification), and the target's verify API, which sees the chain the
-// suite cannot, rightly reports the broken link the suite then calls a
-// disagreement.
-var receiptFaults = []faultCase{
-	// A receipt that does not verify is what RCPT-FIX-001 is about.
-	{Fault: refharness.FaultReceiptHashCorrupt, Fails: []string{"RCPT-HASH-001", "RCPT-FIX-001"}, Tolerated: []string{"RCPT-REDACT-006"}},
-	{Fault: refharness.FaultReceiptChainBroken, Fails: []string{"RCPT-CHAIN-001"}, Tolerated: []string{"RCPT-VERIFY-002"}},
-	{Fault: refharness.FaultReceiptWrongKey, Fails: []string{"RCPT-SIGN-001"}, Tolerated: []string{"RCPT-FIX-001"}},
-	// Neither documented signing input: accepting either is not accepting anything.
-	{Fault: refharness.FaultReceiptSignsDigest, Fails: []string{"RCPT-SIGN-001"}, Tolerated: []string{"RCPT-FIX-001"}},
-	{Fault: refharness.FaultReceiptLeaksSecret, Fails: []string{"RCPT-REDACT-001"}, Tolerated: []string{"RCPT-FIX-001"}},
-	{Fault: refharness.FaultReceiptRefDropped, Fails: []string{"RCPT-REF-001"}},
-	// Caught by the conform extension the harness offers: the standard
-	// request cannot tell a verify API that ignores trust_anchor and
-	// at_time from one that reads them differently (see
-	// receiptUnverifiedRows, verify-ignores-request).
-	{Fault: refharness.FaultVerifyAlwaysValid, Fails: []string{"RCPT-VERIFY-002"}},
-	{Fault: refharness.FaultReceiptUnknownField, Fails: []string{"RCPT-SHAPE-001"}, Tolerated: []string{"RCPT-REDACT-006", "RCPT-FIX-001"}},
-	{Fault: refharness.FaultReceiptEventNoID, Fails: []string{"RCPT-EVENT-002"}},
-	{Fault: refharness.FaultReceiptWrongState, Fails: []string{"RCPT-SHAPE-005"}},
-	{Fault: refharness.FaultReceiptWrongIDs, Fails: []string{"RCPT-SHAPE-004"}},
-	{Fault: refharness.FaultReceiptCostInconsistent, Fails: []string{"RCPT-SHAPE-004"}},
-	{Fault: refharness.FaultReceiptDropsArtifacts, Fails: []string{"RCPT-REF-004"}},
-	{Fault: refharness.FaultReceiptWrongSubject, Fails: []string{"RCPT-SHAPE-003"}},
-	// The schema states the hash pattern too.
-	{Fault: refharness.FaultReceiptUpperHash, Fails: []string{"RCPT-HASH-002", "RCPT-SHAPE-001"}, Tolerated: []string{"RCPT-REDACT-006", "RCPT-FIX-001"}},
-	{Fault: refharness.FaultEventLeaksSecret, Fails: []string{"RCPT-REDACT-007"}},
-	// The self-check key happens to have the sk- shape the secret scan knows.
-	{Fault: refharness.FaultReceiptLeaksAPIKey, Fails: []string{"RCPT-REDACT-002"}, Tolerated: []string{"RCPT-REDACT-003", "RCPT-FIX-001"}},
-	{Fault: refharness.FaultReceiptLeaksBearer, Fails: []string{"RCPT-REDACT-003"}, Tolerated: []string{"RCPT-FIX-001"}},
-	// A receipt whose own id is not the one it is served by cannot be read
-	// or verified by that id either.
-	// A replay receipt whose hash leaves its deltas out.
-	{Fault: refharness.FaultReplayDeltasUnhashed, Fails: []string{"RCPT-DELTA-001"}},
-	{Fault: refharness.FaultReceiptIDMismatch, Fails: []string{"RCPT-SHAPE-006"}, Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"}},
-}
-
-func TestReceiptFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range receiptFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultRow(t, "receipts", tc)
-		})
-	}
-}
-
-// Receipt behaviour broken by a middleware in front of the reference
-// Harness: surfaces around the receipts (reads, references, the verify
-// answer, the bytes on the wire) rather than the receipts it issues.
-var receiptWrapFaults = []wrapFault{
-	// A reference followed through the wrapper reads no identifiers either.
-	{Name: "receipt-in-envelope", Fails: []string{"RCPT-RES-001"}, Tolerated: []string{"RCPT-REF-001", "RCPT-REF-002", "RCPT-REF-003",
-		// The OpenAPI traffic oracle reads the same wrapper as a response
-		// that is not the receipt-2026-04-25 document.
-		"RCPT-SHAPE-001", "RCPT-SHAPE-002"}},
-	// Receipts served under another format marker.
-	{Name: "receipt-wrong-marker", Fails: []string{"RCPT-SHAPE-002"},
-		// Changing sealed bytes breaks the hash, the schema's const and the
-		// suite's agreement with the target's verify answer as well.
-		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-REDACT-006", "RCPT-VERIFY-002", "RCPT-FIX-001"}},
-	// A redacted receipt whose content no longer matches its stored hash:
-	// only receipts that carry redactions are touched.
-	{Name: "redacted-receipt-unverifiable", Fails: []string{"RCPT-REDACT-006"},
-		// The edit breaks the hash and the closed redaction object too.
-		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-VERIFY-002", "RCPT-FIX-001"}},
-	{Name: "task-receipts-empty", Fails: []string{"RCPT-RES-002"}},
-	{Name: "unknown-receipt-200", Fails: []string{"RCPT-RES-003"},
-		// The OpenAPI traffic oracle reads the same {} as a receipt and a
-		// verification that lack every required member.
-		Tolerated: []string{"RCPT-SHAPE-001", "RCPT-SHAPE-002", "RCPT-VERIFY-001"}},
-	{Name: "verify-without-checked-at", Fails: []string{"RCPT-VERIFY-001"}},
-	{Name: "outcome-receipt-dangling", Fails: []string{"RCPT-REF-002"}},
-	{Name: "task-event-receipt-dangling", Fails: []string{"RCPT-REF-003"}},
-	{Name: "artifact-receipt-dangling", Fails: []string{"RCPT-REF-004"}},
-	// Not I-JSON: the suite's verifier refuses it, the target's (reading
-	// its own copy) does not.
-	{Name: "receipt-duplicate-member", Fails: []string{"RCPT-HASH-003"}, Tolerated: []string{"RCPT-VERIFY-002", "RCPT-FIX-001"}},
-	// The valid direction with the standard request alone: a verify API
-	// that calls genuine receipts invalid.
-	{Name: "verify-always-invalid", Fails: []string{"RCPT-VERIFY-002"}},
-	// A verify API that vouches for what the target serves although the
-	// served bytes fail verification: the invalid direction, standard API.
-	{Name: "verify-vouches-for-served-edit", Fails: []string{"RCPT-VERIFY-002"},
-		// The edit is a hash mismatch (and an invalid date) the verifier sees.
-		Tolerated: []string{"RCPT-HASH-001", "RCPT-SHAPE-001", "RCPT-REDACT-006", "RCPT-FIX-001"}},
-}
-
-func TestReceiptWrappedFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range receiptWrapFaults {
-		t.Run(tc.Name, func(t *testing.T) {
-			assertWrapRow(t, "receipts", tc)
-		})
-	}
-}
-
-// Faults that break a SHOULD: the suite warns about exactly that
-// requirement and fails nothing.
-var receiptShouldFaults = []struct {
-	Fault refharness.Fault
-	Warns string
-}{
-	{refharness.FaultRedactionWithoutProof, "RCPT-REDACT-005"},
-}
-
-func TestReceiptShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range receiptShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertShouldRow(t, "receipts-should", tc)
-		})
-	}
-}
+// The Receipts fault rows, derived from the declarations of the reference
+// Harness's faults (refharness/receipts*.go, in-server; wrapfault's
+// receipts.go, on the wire): each must fail exactly its requirements,
+// plus the tolerated ones, which observe the same broken receipt from
+// another side; each that breaks a SHOULD must warn and fail nothing.
+func TestReceiptFaultsCaught(t *testing.T)     { runPool(t) }
+func TestReceiptShouldFaultsWarn(t *testing.T) { runPool(t) }
 
 // The harness's legal-but-unusual behaviours (extra fields, reordered keys,
 // SSE spellings…) must leave the Receipts level clean: receipts are served
@@ -156,81 +33,15 @@ func TestReceiptVariantsPass(t *testing.T) {
 	}
 }
 
-// Legal receipt behaviour the reference Harness has no variant for, put in
-// front of it by a middleware (package wrapfault, by name): the Receipts
-// level must stay clean.
-var receiptWrapVariants = []string{
-	// Without the scenario contract the run is two tasks of the target's own
-	// agent, and the canary checks skip.
-	"no-scenario-contract",
-	// Without the verify extension no tampered copy is sent.
-	"no-verify-extension",
-	// The key directory where discovery says it is, and nowhere else: the
-	// suite follows the advertisement.
-	"key-directory-elsewhere",
-	// Signatures are optional and outside the hash: unsigned receipts are
-	// as valid as signed ones.
-	"unsigned-receipts",
-}
-
-func TestReceiptWrappedVariantsPass(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per variant")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, name := range receiptWrapVariants {
-		t.Run(name, func(t *testing.T) {
-			assertClean(t, name, wrapped(name), "receipts")
-		})
-	}
-}
-
-// Receipt SHOULDs broken from outside (package wrapfault, by name): each
-// earns a warning for exactly its requirement and fails nothing.
-var receiptWrapShouldFaults = []struct {
-	Name  string
-	Warns string
-}{
-	// Signed receipts and no key directory anywhere: no client can check
-	// the signatures (and RCPT-SIGN-001 is unverified, never passed).
-	{"key-directory-missing", "RCPT-SIGN-002"},
-}
-
-func TestReceiptWrappedShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range receiptWrapShouldFaults {
-		t.Run(tc.Name, func(t *testing.T) {
-			assertWrapShouldRow(t, "receipts-should", tc)
-		})
-	}
-}
-
-// Nothing to look at is never a pass: with these legal targets (or a
-// legal behaviour put in front of the reference Harness), the named
-// requirements are unverified — the level partial, with a remedy — and
-// nothing fails.
-var receiptUnverifiedRows = []struct {
-	Name       string
-	Target     targetSpec
-	Unverified []string
-}{
-	{Name: "outcomes-without-receipt-id", Target: wrapped("outcomes-without-receipt-id"), Unverified: []string{"RCPT-REF-002"}},
-	{Name: "events-without-receipt-id", Target: wrapped("events-without-receipt-id"), Unverified: []string{"RCPT-REF-003"}},
-	{Name: "artifacts-without-receipt-id", Target: wrapped("artifacts-without-receipt-id"), Unverified: []string{"RCPT-REF-004"}},
-	// A verify API that ignores trust_anchor and at_time (legal: the
-	// protocol does not define them), without the conform extension: the
-	// invalid direction cannot be asked for, so it is not verified.
-	{Name: "verify-ignores-request", Target: wrapped("verify-ignores-request"), Unverified: []string{"RCPT-VERIFY-002"}},
+// Nothing to look at is never a pass: with these legal targets (the
+// Receipts level's wire variants that declare what they leave unverified,
+// and the Harness without its scenario hook), the named requirements are
+// unverified — the level partial, with a remedy — and nothing fails.
+var receiptUnverifiedRows = unverifiedRows("receipts",
 	// Without the hook: no canary secret, no failed or canceled task, no
 	// artifact. (The same run as TestReceiptVariantsPass/no-scenario-hook.)
-	{Name: "no-scenario-hook", Target: targetSpec{Variants: []refharness.Variant{refharness.VariantNoScenarioHook}},
-		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
-}
+	unverifiedRow{Name: "no-scenario-hook", Target: variantSpec(refharness.VariantNoScenarioHook),
+		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}})
 
 func TestReceiptNothingToCheckIsUnverified(t *testing.T) {
 	if testing.Short() {

@@ -1,9 +1,10 @@
 package main
 
-// The Replay level's fault rows (/tmp/notes' replay faults, refharness
-// ReplayFaults()): each row runs the whole Replay level against `conform
-// serve --fault F` and must fail exactly its requirement; each SHOULD row
-// must warn its requirement and fail nothing. The no-replay variant leaves
+// The Replay level's fault rows, derived from the declarations of the
+// reference Harness's replay faults (refharness/replay*.go, events.go):
+// each row runs the whole Replay level against the Harness with its fault
+// and must fail exactly its requirement; each SHOULD row must warn its
+// requirement and fail nothing. The no-replay variant leaves
 // the level unclaimed, and the clean and hook-less runs show what is
 // verified with and without the scenario hook.
 
@@ -21,83 +22,20 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
-var replayFaults = []faultCase{
-	{Fault: refharness.FaultReplayRangeSkips, Fails: []string{"RPLY-RANGE-001"}},
-	{Fault: refharness.FaultReplayRangeUnstable, Fails: []string{"RPLY-RANGE-002"}},
-	{Fault: refharness.FaultReplayCursorUnknownEmpty, Fails: []string{"RPLY-RANGE-003"}},
-	{Fault: refharness.FaultReplayAnswers201, Fails: []string{"RPLY-API-001"}},
-	{Fault: refharness.FaultReplayNoParent, Fails: []string{"RPLY-API-002"}},
-	{Fault: refharness.FaultReplayNewSession, Fails: []string{"RPLY-API-003"}},
-	{Fault: refharness.FaultReplaySkipsStarted, Fails: []string{"RPLY-API-004"}},
-	{Fault: refharness.FaultReplayBodyRequired, Fails: []string{"RPLY-API-005"}},
-	{Fault: refharness.FaultReplayTaskModeExact, Fails: []string{"RPLY-MODE-001"}},
-	{Fault: refharness.FaultReplayExactRefreshes, Fails: []string{"RPLY-MODE-002"}},
-	// The tape spec sees the same ignored override on the tape.
-	{Fault: refharness.FaultReplayOverridesIgnored, Fails: []string{"RPLY-MODE-003"}},
-	{Fault: refharness.FaultReplayCheckpointUnchecked, Fails: []string{"RPLY-MODE-004"}},
-	{Fault: refharness.FaultReplayCheckpointIgnored, Fails: []string{"RPLY-MODE-005"}},
-	// The changed text is no longer the override's either: MODE-003 sees it.
-	{Fault: refharness.FaultReplayOverrideUnstable, Fails: []string{"RPLY-OVERRIDE-001"}, Tolerated: []string{"RPLY-MODE-003"}},
-	{Fault: refharness.FaultReplayLogReordered, Fails: []string{"RPLY-LOG-001"}},
-	{Fault: refharness.FaultReplayMetaNoSource, Fails: []string{"RPLY-META-001"}},
-	{Fault: refharness.FaultReplayMetaNoReplayTask, Fails: []string{"RPLY-META-002"}},
-	{Fault: refharness.FaultReplayMetaNoOriginal, Fails: []string{"RPLY-META-003"}},
-	{Fault: refharness.FaultReplayMetaNoCursor, Fails: []string{"RPLY-META-004"}},
-	{Fault: refharness.FaultReplayMetaWrongMode, Fails: []string{"RPLY-META-005"}},
-	{Fault: refharness.FaultReplayMetaNoOverrideKey, Fails: []string{"RPLY-META-006"}},
-	{Fault: refharness.FaultReplayUnmarkedSSE, Fails: []string{"RPLY-MARK-001"}},
-	{Fault: refharness.FaultReplayDeltaMissing, Fails: []string{"RPLY-DELTA-001"}},
-	{Fault: refharness.FaultReplayDeltaNoKey, Fails: []string{"RPLY-DELTA-002"}},
-	{Fault: refharness.FaultReplayDeltaWrongHash, Fails: []string{"RPLY-DELTA-003"}},
-	{Fault: refharness.FaultReplayDeltaNoReason, Fails: []string{"RPLY-DELTA-004"}},
-	{Fault: refharness.FaultReplayReceiptLeaksSecret, Fails: []string{"RPLY-DELTA-005"}},
-	{Fault: refharness.FaultReplayManyOverridesFail, Fails: []string{"RPLY-DET-001"}},
-	{Fault: refharness.FaultReplayMaterialsUnsorted, Fails: []string{"RPLY-DET-002"}},
-	{Fault: refharness.FaultReplayFailureUnnamed, Fails: []string{"RPLY-FAIL-001"}},
-	{Fault: refharness.FaultReplayInvalidOverride500, Fails: []string{"RPLY-OVERRIDE-001"}},
-	{Fault: refharness.FaultReplayRefreshesMemory, Fails: []string{"RPLY-REFRESH-001"}},
-	{Fault: refharness.FaultReplayBringsNewMemory, Fails: []string{"RPLY-REFRESH-002"}},
+// The Replay fault rows, derived from the declarations (faultrows_test.go).
+func init() {
+	planProofs("TestReplayFaultsCaught", func() []proofJob { return poolJobs("replay") })
+	planProofs("TestReplayShouldFaultsWarn", func() []proofJob { return poolJobs("replay-should") })
 }
 
-var replayShouldFaults = []shouldRow{
-	{Fault: refharness.FaultReplayKeysUnstable, Warns: "RPLY-OVERRIDE-002"},
-	{Fault: refharness.FaultReplayKeysNonstandard, Warns: "RPLY-OVERRIDE-003"},
-	{Fault: refharness.FaultReplaySecretOverrideLeaks, Warns: "RPLY-OVERRIDE-005"},
-}
+func TestReplayFaultsCaught(t *testing.T)     { runPool(t) }
+func TestReplayShouldFaultsWarn(t *testing.T) { runPool(t) }
 
 func init() {
-	planProofs("TestReplayFaultsCaught", func() []proofJob { return poolJobs("replay", faultsOf(replayFaults)) })
-	planProofs("TestReplayShouldFaultsWarn", func() []proofJob { return poolJobs("replay-should", shouldFaultsOf(replayShouldFaults)) })
 	planProofs("TestReplayCleanAndHookless", func() []proofJob {
 		return []proofJob{{spec: targetSpec{}, levels: "replay"}, {spec: variantSpec(refharness.VariantNoScenarioHook), levels: "replay"},
 			{spec: variantSpec(refharness.VariantNoReplay), levels: "replay"}}
 	})
-}
-
-func TestReplayFaultsCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range replayFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertFaultRow(t, "replay", tc)
-		})
-	}
-}
-
-func TestReplayShouldFaultsWarn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the suite once per fault")
-	}
-	startProofs(t)
-	t.Parallel() // collects its rows, in order, from the proof pool
-	for _, tc := range replayShouldFaults {
-		t.Run(string(tc.Fault), func(t *testing.T) {
-			assertShouldRow(t, "replay-should", tc)
-		})
-	}
 }
 
 // replayHooked are the observable Replay requirements a run without the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/oauth"
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/reports"
 )
 
@@ -126,34 +127,28 @@ func TestOAuthCleanHarnessPasses(t *testing.T) {
 	wantVerdicts(t, oauthRun(t, harness(t, refharness.Options{})), nil)
 }
 
-// oauthFaultRows: each OAuth fault fails exactly its requirement; the
-// scope faults also miss the SHOULD of scope names (a warning, never a
-// failure).
-var oauthFaultRows = []struct {
-	fault refharness.Fault
-	want  map[string]reports.Verdict
-	says  string // the failure or warning names this
-}{
-	{refharness.FaultOAuthAcceptsExpired, map[string]reports.Verdict{"EXT-OAUTH-004": reports.Fail}, "an expired token"},
-	{refharness.FaultOAuthIgnoresAudience, map[string]reports.Verdict{"EXT-OAUTH-003": reports.Fail}, "wrong-audience"},
-	{refharness.FaultOAuthIgnoresIssuer, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "wrong-issuer"},
-	{refharness.FaultOAuthSkipsSignature, map[string]reports.Verdict{"EXT-OAUTH-002": reports.Fail}, "signature kept"},
-	{refharness.FaultOAuthReadsIgnoreScope, map[string]reports.Verdict{"EXT-OAUTH-005": reports.Fail, "EXT-OAUTH-006": reports.Warn}, "served (200)"},
-	{refharness.FaultOAuthNotOnStreams, map[string]reports.Verdict{"EXT-OAUTH-001": reports.Fail}, "stream"},
-	{refharness.FaultOAuthReadScopeWrites, map[string]reports.Verdict{"EXT-OAUTH-006": reports.Warn}, "sessions:write"},
-}
-
+// Each fault declared to run narrowed to OAuth2 (fault.OAuth) fails
+// exactly its requirements and warns about its SHOULDs (the scope faults
+// also miss the SHOULD of scope names), every other OAuth requirement
+// passes, and each finding says what the declaration says it must.
 func TestOAuthFaultsCaught(t *testing.T) {
 	proofTier(t)
 	t.Parallel()
-	for _, tc := range oauthFaultRows {
-		t.Run(string(tc.fault), func(t *testing.T) {
+	for _, tc := range runFaults(fault.OAuth) {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			got := oauthRun(t, harness(t, refharness.Options{Faults: refharness.Faults{tc.fault: true}}))
-			wantVerdicts(t, got, tc.want)
-			for id, v := range tc.want {
-				if got[id].Verdict == v && !strings.Contains(got[id].Message, tc.says) {
-					t.Errorf("%s's message does not say %q: %s", id, tc.says, got[id].Message)
+			want := map[string]reports.Verdict{}
+			for _, id := range tc.Fails {
+				want[id] = reports.Fail
+			}
+			for _, id := range tc.Warns {
+				want[id] = reports.Warn
+			}
+			got := oauthRun(t, harness(t, refharness.Options{Faults: refharness.Faults{refharness.Fault(tc.Name): true}}))
+			wantVerdicts(t, got, want)
+			for id, v := range want {
+				if got[id].Verdict == v && !strings.Contains(got[id].Message, tc.Says) {
+					t.Errorf("%s's message does not say %q: %s", id, tc.Says, got[id].Message)
 				}
 			}
 		})

@@ -142,11 +142,14 @@ func judgeProfileFault(t *testing.T, code int, r *reports.Report, fails, tolerat
 }
 
 // judgeProfileShould checks a profile run with one SHOULD fault: its
-// requirement warns, nothing fails, errs or stays unverified, exit 0.
-func judgeProfileShould(t *testing.T, code int, r *reports.Report, warns string) {
+// requirements warn, nothing fails, errs or stays unverified, exit 0.
+func judgeProfileShould(t *testing.T, code int, r *reports.Report, warns ...string) {
 	t.Helper()
-	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, warns) {
-		t.Errorf("%s not reported as a warning (warnings: %v)", warns, warned)
+	warned := verdicts(r, reports.Warn)
+	for _, id := range warns {
+		if !slices.Contains(warned, id) {
+			t.Errorf("%s not reported as a warning (warnings: %v)", id, warned)
+		}
 	}
 	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Unverified)...); len(bad) > 0 || code != 0 {
 		t.Errorf("a SHOULD fault, but exit %d and %v: %s", code, bad, messages(r, bad))

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,29 +30,36 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	wsHeartbeat := fs.Duration("ws-heartbeat", wsadapter.DefaultHeartbeatInterval, "`INTERVAL` of the WebSocket ping frames (harn-ws.v1, at most 30s); a short one lets a suite see a ping quickly")
 	wsAuthTimeout := fs.Duration("ws-auth-timeout", 10*time.Second, "`DURATION` a WebSocket upgrade without Authorization waits for its auth frame (harn-ws.v1, at most 10s); a short one lets a suite check the deadline quickly")
 	var variants, faults names
-	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; see refharness/options.go)")
-	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the suite catch it (repeatable; see refharness/options.go)")
+	fs.Var(&variants, "variant", "turn on a legal-but-unusual behaviour, e.g. no-scenario-hook to stand in for a third-party server (repeatable; --list-variants lists them)")
+	fs.Var(&faults, "fault", "break a requirement on purpose, to watch the suite catch it (repeatable; --list-faults lists them with the requirements each breaks)")
+	listF := fs.Bool("list-faults", false, "list the faults --fault takes, each with the requirements it fails or warns about and what it does, then exit")
+	listV := fs.Bool("list-variants", false, "list the variants --variant takes, each with what it does, then exit")
+	format := formatFlag(fs, "how --list-faults and --list-variants write: text, a table; json, a list")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE]\n       conform serve --profile openharness [flags]  (the reference OpenHarness Engine; conform serve --profile openharness -h)\n\nRuns the reference Harness standalone until interrupted.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: conform serve [--addr HOST:PORT] [--data DIR] [--api-key-file FILE] [--fault NAME]… [--variant NAME]…\n       conform serve --list-faults | --list-variants [--format text|json]\n       conform serve --profile openharness [flags]  (the reference OpenHarness Engine; conform serve --profile openharness -h)\n\nRuns the reference Harness standalone until interrupted. A fault or variant of kind \"wire\" is a\nmiddleware in front of the Harness that rewrites what crosses the wire; one \"in-server\" is the\nHarness's own (docs/architecture.md, \"Recipe: a new fault\").\n\nflags:")
 		cli.PrintFlags(fs.Output(), fs, map[string]string{"variant": "NAME", "fault": "NAME"})
-		fmt.Fprint(fs.Output(), "\nexit codes: 0 stopped by a signal, 2 usage, configuration or serving error\n")
+		fmt.Fprint(fs.Output(), "\nexit codes: 0 stopped by a signal (or listed), 2 usage, configuration or serving error\n")
 	}
 	if help, err := parseFlags(fs, args, stdout); help || err != nil {
 		return 0, err
 	}
-	opts := refharness.Options{DataDir: *data, Variants: refharness.Variants{}, Faults: refharness.Faults{}}
-	for _, v := range variants {
-		if !slices.Contains(refharness.AllVariants(), refharness.Variant(v)) {
-			return 2, usageError{msg: fmt.Sprintf("--variant %q: no such variant (have %v)", v, refharness.AllVariants()), usage: flagUsage(fs)}
-		}
-		opts.Variants[refharness.Variant(v)] = true
+	if err := checkFormat(fs, *format); err != nil {
+		return 2, err
 	}
-	for _, f := range faults {
-		if !slices.Contains(refharness.AllFaults(), refharness.Fault(f)) {
-			return 2, usageError{msg: fmt.Sprintf("--fault %q: no such fault", f), usage: flagUsage(fs)}
-		}
-		opts.Faults[refharness.Fault(f)] = true
+	switch {
+	case *listF && *listV:
+		return 2, usageError{msg: "--list-faults and --list-variants: give one", usage: flagUsage(fs)}
+	case *listF:
+		return 0, listFaults(stdout, *format, servedFaults())
+	case *listV:
+		return 0, listVariants(stdout, *format, servedVariants())
 	}
+	var setup servedSetup // serve_faults.go
+	if err := setup.pick(faults, variants); err != nil {
+		return 2, usageError{msg: err.Error(), usage: flagUsage(fs)}
+	}
+	opts := setup.opts
+	opts.DataDir = *data
 	key, err := serveAPIKey(*data, *keyFile, os.Getenv, stderr)
 	if err != nil {
 		return 2, err
@@ -74,11 +80,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		return 2, err
 	}
 	defer h.Close()
+	handler, err := setup.wrap(h, key)
+	if err != nil {
+		return 2, err
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return 2, fmt.Errorf("--addr: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "conform serve: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(stderr, "conform serve: OAuth2 token endpoint http://%s%s (client_id %s, the API key as client secret; docs/oauth.md)\n",
 		ln.Addr(), refharness.OAuthTokenPath, opts.APIKeys[key])

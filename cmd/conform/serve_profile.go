@@ -54,11 +54,12 @@ func cmdServeProfile(ctx context.Context, name string, args []string, stdout, st
 	addr := fs.String("addr", "127.0.0.1:8090", "`HOST:PORT` to listen on")
 	keyFile := fs.String("api-key-file", "", "`FILE` whose first line is the transport credential the Engine requires (Authorization: Bearer); else env CONFORM_SERVE_API_KEY; else none is required")
 	var faults names
-	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the profile catch it (repeatable; refharness/openharness/faults.go)")
+	fs.Var(&faults, "fault", "break one requirement on purpose, to watch the profile catch it (repeatable; --list-faults lists them)")
+	listF := fs.Bool("list-faults", false, "list the faults --fault takes, each with the requirements it fails or warns about and what it does, then exit")
+	format := formatFlag(fs, "how --list-faults writes: text, a table; json, a list")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: conform serve --profile openharness [--addr HOST:PORT] [--api-key-file FILE] [--fault NAME]…\n\nServes the reference OpenHarness v1 Engine (refharness/openharness) until interrupted: one\nrequest envelope per POST, on any path; check it with\nconform run --profile openharness --target http://HOST:PORT"+OpenHarnessPath+" (docs/openharness.md).\n\nflags:")
 		cli.PrintFlags(fs.Output(), fs, map[string]string{"fault": "NAME"})
-		fmt.Fprintf(fs.Output(), "\nfaults: %s\n", joinFaults())
 		fmt.Fprint(fs.Output(), "\nexit codes: 0 stopped by a signal, 2 usage, configuration or serving error\n")
 	}
 	if help, err := parseFlags(fs, args, stdout); help || err != nil {
@@ -66,6 +67,12 @@ func cmdServeProfile(ctx context.Context, name string, args []string, stdout, st
 	}
 	if name != string(requirements.OpenHarness) {
 		return 2, usageError{msg: fmt.Sprintf("--profile %q: conform serve has a reference for openharness only (the acp-harbor reference is an agent command)", name), usage: flagUsage(fs)}
+	}
+	if err := checkFormat(fs, *format); err != nil {
+		return 2, err
+	}
+	if *listF {
+		return 0, listFaults(stdout, *format, refoh.FaultDecls())
 	}
 	opts := refoh.Options{Faults: map[refoh.Fault]bool{}}
 	for _, f := range faults {
@@ -109,12 +116,4 @@ func cmdServeProfile(ctx context.Context, name string, args []string, stdout, st
 		}
 	}
 	return 0, nil
-}
-
-func joinFaults() string {
-	var s []string
-	for _, f := range refoh.AllFaults() {
-		s = append(s, string(f))
-	}
-	return strings.Join(s, ", ")
 }

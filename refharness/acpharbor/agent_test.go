@@ -240,8 +240,18 @@ func TestRunPipeline(t *testing.T) {
 
 func TestMainFlags(t *testing.T) {
 	var out, errb strings.Builder
-	if code := Main(context.Background(), []string{"--list-faults"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), string(FaultStdoutLogLine)) || !strings.Contains(out.String(), string(VariantNestedMeta)) {
+	// Every fault with its requirements, every variant with what it does.
+	if code := Main(context.Background(), []string{"--list-faults"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Errorf("--list-faults = %d, %q", code, out.String())
+	}
+	for _, d := range FaultDecls() {
+		if !strings.Contains(out.String(), d.Name) || !strings.Contains(out.String(), d.Own()[0]) {
+			t.Errorf("--list-faults does not show %s with %s:\n%s", d.Name, d.Own()[0], out.String())
+		}
+	}
+	out.Reset()
+	if code := Main(context.Background(), []string{"--list-variants"}, strings.NewReader(""), &out, &errb); code != 0 || !strings.Contains(out.String(), string(VariantNestedMeta)) || !strings.Contains(out.String(), "_meta.agent.harbor") {
+		t.Errorf("--list-variants = %d, %q", code, out.String())
 	}
 	if code := Main(context.Background(), []string{"--fault", "no-such"}, strings.NewReader(""), &out, &errb); code != 2 || !strings.Contains(errb.String(), "no-such") {
 		t.Errorf("--fault no-such = %d, %q", code, errb.String())

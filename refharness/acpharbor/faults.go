@@ -2,129 +2,196 @@ package acpharbor
 
 import (
 	"fmt"
-	"slices"
-	"sort"
+
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
 // Fault breaks one requirement on purpose, so the suite can be seen to
-// catch it (cmd/conform/faults_acpharbor_test.go).
+// catch it; its declaration (Decl) says which, and the profile's proof
+// rows (cmd/conform/faults_acpharbor_test.go) are derived from it.
 type Fault string
 
-// Faults of the base protocol.
-const (
-	FaultStdoutLogLine     Fault = "stdout-log-line"       // a log line on stdout (ACP-RPC-001)
-	FaultExtraResponse     Fault = "extra-response"        // a response to no request (ACP-RPC-002)
-	FaultErrorCodeString   Fault = "error-code-string"     // error codes as strings (ACP-RPC-003)
-	FaultInitVersionString Fault = "init-version-string"   // protocolVersion "1" (ACP-INIT-001)
-	FaultInitEchoVersion   Fault = "init-echo-version"     // echoes an unsupported version (ACP-INIT-002)
-	FaultInitNoInfo        Fault = "init-no-info"          // no agentInfo (ACP-INIT-003, SHOULD)
-	FaultCapsCustomRoot    Fault = "caps-custom-root"      // a custom member at agentCapabilities' root (ACP-EXT-001)
-	FaultExtUnknownSilent  Fault = "ext-unknown-silent"    // unknown custom requests never answered (ACP-EXT-002)
-	FaultExtUnknownError   Fault = "ext-unknown-internal"  // unknown custom requests get Internal error (ACP-EXT-003, SHOULD)
-	FaultSessionBadModes   Fault = "session-modes-string"  // session/new's modes as a string (ACP-SESS-001)
-	FaultSessionIDReused   Fault = "session-id-reused"     // every session gets the same id (ACP-SESS-002)
-	FaultPromptBadStop     Fault = "prompt-bad-stop"       // stopReason "done" (ACP-PROMPT-001)
-	FaultUpdateWrongSess   Fault = "update-wrong-session"  // updates name another session (ACP-UPD-001)
-	FaultUpdateAfterResp   Fault = "update-after-response" // an update after the turn's response (ACP-UPD-002, SHOULD)
-	FaultCancelIgnored     Fault = "cancel-ignored"        // a cancelled turn ends with end_turn (ACP-CANCEL-001)
-	FaultCancelLateUpdate  Fault = "cancel-late-update"    // an update after the cancelled turn's response (ACP-CANCEL-002)
-)
+// faults are the agent's faults, as declared.
+var faults fault.Set[fault.Fault]
 
-// Faults of the Harbor extensions.
-const (
-	FaultBundleInResultMeta  Fault = "bundle-in-result-meta"   // bundle in the result's _meta (ACP-CAP-001)
-	FaultBundleVersionString Fault = "bundle-version-string"   // "version": "1" (ACP-CAP-002)
-	FaultDiffMissing         Fault = "workspace-diff-missing"  // supportsDiffs but no diff method (ACP-CAP-003)
-	FaultInfoNoUsage         Fault = "workspace-info-no-usage" // workspace/info without usageBytes (ACP-WS-001)
-	FaultInfoStale           Fault = "workspace-info-stale"    // snapshotCount never moves (ACP-WS-002, SHOULD)
-	FaultListNoChildren      Fault = "workspace-list-no-children"
-	FaultFileNoContent       Fault = "workspace-file-no-content"
-	FaultDiffDropsFile       Fault = "workspace-diff-drops-file"
-	FaultSnapshotBadProvider Fault = "snapshot-bad-provider"    // provider "tmpfs" (ACP-SNAP-001)
-	FaultSnapshotListEmpty   Fault = "snapshot-list-empty"      // (ACP-SNAP-002)
-	FaultSnapshotUnfiltered  Fault = "snapshot-list-unfiltered" // filters ignored (ACP-SNAP-003, SHOULD)
-	FaultLockedBranchable    Fault = "locked-branchable"        // branching from a locked snapshot allowed (ACP-SNAP-004)
-	FaultSnapshotSilent      Fault = "snapshot-created-silent"  // no harbor/snapshot_created (ACP-SNAP-005)
-	FaultBranchNoNewSessions Fault = "branch-no-new-sessions"   // (ACP-BRANCH-001)
-	FaultBranchNoTimeline    Fault = "branch-no-timeline"       // timeline branching refused (ACP-BRANCH-002, SHOULD)
-	FaultBranchListEmpty     Fault = "branch-list-empty"        // (ACP-BRANCH-003)
-	FaultBranchDeleteRunning Fault = "branch-delete-running"    // a running branch is deleted (ACP-BRANCH-004)
-	FaultBranchDeleteNoop    Fault = "branch-delete-noop"       // delete answers ok, the branch stays (ACP-BRANCH-005)
-	FaultSessionReuseSilent  Fault = "session-reuse-silent"     // sessionReuse without notifications (ACP-BRANCH-006)
-	FaultBranchCreatedSilent Fault = "branch-created-silent"    // no branch_created / branch_deleted (ACP-BRANCH-007, SHOULD)
-	FaultSeekNoMount         Fault = "seek-no-mount"            // (ACP-SEEK-002)
-	FaultMultiCountIgnored   Fault = "multi-count-ignored"      // count ignored (ACP-MULTI-002)
-	FaultPipelineListEmpty   Fault = "pipeline-list-empty"      // (ACP-PIPE-001)
-	FaultPipelineStreamNoID  Fault = "pipeline-stream-no-id"    // (ACP-PIPE-002)
-	FaultPipelineSilent      Fault = "pipeline-detected-silent" // (ACP-PIPE-004)
-	FaultStepUnknownID       Fault = "step-unknown-id"          // (ACP-PIPE-005)
-	FaultCheckpointNoKind    Fault = "checkpoint-no-kind"       // (ACP-NOTIF-001)
-	FaultNoCheckpoints       Fault = "no-checkpoints"           // (ACP-NOTIF-002, SHOULD)
-	FaultProblemStatusString Fault = "problem-status-string"    // (ACP-ERR-001)
-	FaultTenantInvalid       Fault = "tenant-invalid-params"    // tenant hints refused (ACP-TENANT-001, SHOULD)
-)
-
-var allFaults = []Fault{
-	FaultStdoutLogLine, FaultExtraResponse, FaultErrorCodeString, FaultInitVersionString, FaultInitEchoVersion,
-	FaultInitNoInfo, FaultCapsCustomRoot, FaultExtUnknownSilent, FaultExtUnknownError, FaultSessionBadModes,
-	FaultSessionIDReused, FaultPromptBadStop, FaultUpdateWrongSess, FaultUpdateAfterResp, FaultCancelIgnored,
-	FaultCancelLateUpdate,
-	FaultBundleInResultMeta, FaultBundleVersionString, FaultDiffMissing, FaultInfoNoUsage, FaultInfoStale,
-	FaultListNoChildren, FaultFileNoContent, FaultDiffDropsFile, FaultSnapshotBadProvider, FaultSnapshotListEmpty,
-	FaultSnapshotUnfiltered, FaultLockedBranchable, FaultSnapshotSilent, FaultBranchNoNewSessions,
-	FaultBranchNoTimeline, FaultBranchListEmpty, FaultBranchDeleteRunning, FaultBranchDeleteNoop,
-	FaultSessionReuseSilent, FaultBranchCreatedSilent, FaultSeekNoMount, FaultMultiCountIgnored,
-	FaultPipelineListEmpty, FaultPipelineStreamNoID, FaultPipelineSilent, FaultStepUnknownID,
-	FaultCheckpointNoKind, FaultNoCheckpoints, FaultProblemStatusString, FaultTenantInvalid,
+func declare(f fault.Fault) Fault {
+	f.Kind = fault.InServer
+	return Fault(faults.Add(f))
 }
+
+// Decl is the declaration of f.
+func (f Fault) Decl() (fault.Fault, bool) { return faults.Lookup(string(f)) }
+
+// Faults of the base protocol (agent.go).
+var (
+	FaultStdoutLogLine = declare(fault.Fault{Name: "stdout-log-line",
+		Doc: "a log line on stdout", Fails: []string{"ACP-RPC-001"}})
+	FaultExtraResponse = declare(fault.Fault{Name: "extra-response",
+		Doc: "a response to no request, right after the initialize response", Fails: []string{"ACP-RPC-002"}})
+	FaultErrorCodeString = declare(fault.Fault{Name: "error-code-string",
+		Doc: "error codes are strings", Fails: []string{"ACP-RPC-003"}})
+	FaultInitVersionString = declare(fault.Fault{Name: "init-version-string",
+		Doc: "initialize answers protocolVersion \"1\", a string", Fails: []string{"ACP-INIT-001"}})
+	FaultInitEchoVersion = declare(fault.Fault{Name: "init-echo-version",
+		Doc: "initialize echoes a protocol version it does not support", Fails: []string{"ACP-INIT-002"}})
+	FaultInitNoInfo = declare(fault.Fault{Name: "init-no-info",
+		Doc: "initialize answers no agentInfo", Warns: []string{"ACP-INIT-003"}})
+	FaultCapsCustomRoot = declare(fault.Fault{Name: "caps-custom-root",
+		Doc: "a custom member at agentCapabilities' root", Fails: []string{"ACP-EXT-001"}})
+	// Never answered: caught because a later request is (the rows set a
+	// short --request-timeout for the wait).
+	FaultExtUnknownSilent = declare(fault.Fault{Name: "ext-unknown-silent",
+		Doc: "unknown custom requests are never answered", Fails: []string{"ACP-EXT-002"}})
+	FaultExtUnknownError = declare(fault.Fault{Name: "ext-unknown-internal",
+		Doc: "unknown custom requests get Internal error instead of Method not found", Warns: []string{"ACP-EXT-003"}})
+	FaultSessionBadModes = declare(fault.Fault{Name: "session-modes-string",
+		Doc: "session/new answers its modes as a string", Fails: []string{"ACP-SESS-001"}})
+	FaultSessionIDReused = declare(fault.Fault{Name: "session-id-reused",
+		Doc: "every session gets the same id", Fails: []string{"ACP-SESS-002"}})
+	FaultPromptBadStop = declare(fault.Fault{Name: "prompt-bad-stop",
+		Doc: "prompt turns end with stopReason \"done\"", Fails: []string{"ACP-PROMPT-001"}})
+	FaultUpdateWrongSess = declare(fault.Fault{Name: "update-wrong-session",
+		Doc: "session updates name another session", Fails: []string{"ACP-UPD-001"}})
+	FaultUpdateAfterResp = declare(fault.Fault{Name: "update-after-response",
+		Doc: "an update after the turn's response", Warns: []string{"ACP-UPD-002"}})
+	FaultCancelIgnored = declare(fault.Fault{Name: "cancel-ignored",
+		Doc: "a cancelled turn ends with end_turn", Fails: []string{"ACP-CANCEL-001"}})
+	FaultCancelLateUpdate = declare(fault.Fault{Name: "cancel-late-update",
+		Doc: "an update after the cancelled turn's response", Fails: []string{"ACP-CANCEL-002"}})
+)
+
+// Faults of the Harbor extensions (harbor.go, and the pipeline events of
+// agent.go).
+var (
+	FaultBundleInResultMeta = declare(fault.Fault{Name: "bundle-in-result-meta",
+		Doc: "the Harbor bundle is in the initialize result's _meta, not agentCapabilities'", Fails: []string{"ACP-CAP-001"}})
+	FaultBundleVersionString = declare(fault.Fault{Name: "bundle-version-string",
+		Doc: "the bundle's version is \"1\", a string", Fails: []string{"ACP-CAP-002"}})
+	FaultDiffMissing = declare(fault.Fault{Name: "workspace-diff-missing",
+		Doc: "supportsDiffs is advertised but the diff method is missing", Fails: []string{"ACP-CAP-003"}})
+	FaultInfoNoUsage = declare(fault.Fault{Name: "workspace-info-no-usage",
+		Doc: "workspace/info answers no usageBytes", Fails: []string{"ACP-WS-001"}})
+	FaultInfoStale = declare(fault.Fault{Name: "workspace-info-stale",
+		Doc: "workspace/info's snapshotCount never moves", Warns: []string{"ACP-WS-002"}})
+	FaultListNoChildren = declare(fault.Fault{Name: "workspace-list-no-children",
+		Doc: "workspace/list answers no children", Fails: []string{"ACP-WS-003"}})
+	FaultFileNoContent = declare(fault.Fault{Name: "workspace-file-no-content",
+		Doc: "workspace/file leaves out the content it was asked to include", Fails: []string{"ACP-WS-004"}})
+	FaultDiffDropsFile = declare(fault.Fault{Name: "workspace-diff-drops-file",
+		Doc: "workspace/diff lists no changed file", Fails: []string{"ACP-WS-005"}})
+	FaultSnapshotBadProvider = declare(fault.Fault{Name: "snapshot-bad-provider",
+		Doc: "snapshots name the provider \"tmpfs\", which the extension does not define", Fails: []string{"ACP-SNAP-001"}})
+	FaultSnapshotListEmpty = declare(fault.Fault{Name: "snapshot-list-empty",
+		Doc: "the snapshot list is always empty", Fails: []string{"ACP-SNAP-002"}})
+	FaultSnapshotUnfiltered = declare(fault.Fault{Name: "snapshot-list-unfiltered",
+		Doc: "the snapshot list ignores its filters", Warns: []string{"ACP-SNAP-003"}})
+	FaultLockedBranchable = declare(fault.Fault{Name: "locked-branchable",
+		Doc: "branching from a locked snapshot is allowed", Fails: []string{"ACP-SNAP-004"}})
+	FaultSnapshotSilent = declare(fault.Fault{Name: "snapshot-created-silent",
+		Doc: "a manual snapshot sends no harbor/snapshot_created", Fails: []string{"ACP-SNAP-005"}})
+	FaultBranchNoNewSessions = declare(fault.Fault{Name: "branch-no-new-sessions",
+		Doc: "a created branch answers no newSessions", Fails: []string{"ACP-BRANCH-001"}})
+	FaultBranchNoTimeline = declare(fault.Fault{Name: "branch-no-timeline",
+		Doc: "branching from a timeline point is refused", Warns: []string{"ACP-BRANCH-002"}})
+	FaultBranchListEmpty = declare(fault.Fault{Name: "branch-list-empty",
+		Doc: "the branch list is always empty", Fails: []string{"ACP-BRANCH-003"}})
+	FaultBranchDeleteRunning = declare(fault.Fault{Name: "branch-delete-running",
+		Doc: "a running branch is deleted", Fails: []string{"ACP-BRANCH-004"}})
+	FaultBranchDeleteNoop = declare(fault.Fault{Name: "branch-delete-noop",
+		Doc: "delete answers ok and the branch stays", Fails: []string{"ACP-BRANCH-005"}})
+	FaultSessionReuseSilent = declare(fault.Fault{Name: "session-reuse-silent",
+		Doc: "a branch created with sessionReuse sends no notifications", Fails: []string{"ACP-BRANCH-006"}})
+	FaultBranchCreatedSilent = declare(fault.Fault{Name: "branch-created-silent",
+		Doc: "no harbor/branch_created or branch_deleted", Warns: []string{"ACP-BRANCH-007"}})
+	FaultSeekNoMount = declare(fault.Fault{Name: "seek-no-mount",
+		Doc: "a seek answers no mountPath", Fails: []string{"ACP-SEEK-002"}})
+	FaultMultiCountIgnored = declare(fault.Fault{Name: "multi-count-ignored",
+		Doc: "a multi-agent request's count is ignored", Fails: []string{"ACP-MULTI-002"}})
+	FaultPipelineListEmpty = declare(fault.Fault{Name: "pipeline-list-empty",
+		Doc: "the pipeline list is always empty", Fails: []string{"ACP-PIPE-001"}})
+	FaultPipelineStreamNoID = declare(fault.Fault{Name: "pipeline-stream-no-id",
+		Doc: "a pipeline step's stream answers no streamId", Fails: []string{"ACP-PIPE-002"}})
+	FaultPipelineSilent = declare(fault.Fault{Name: "pipeline-detected-silent",
+		Doc: "a pipeline runs without harbor/pipeline_detected", Fails: []string{"ACP-PIPE-004"}})
+	FaultStepUnknownID = declare(fault.Fault{Name: "step-unknown-id",
+		Doc: "pipeline step updates name a step the pipeline does not have", Fails: []string{"ACP-PIPE-005"}})
+	FaultCheckpointNoKind = declare(fault.Fault{Name: "checkpoint-no-kind",
+		Doc: "timeline checkpoints carry no kind", Fails: []string{"ACP-NOTIF-001"}})
+	FaultNoCheckpoints = declare(fault.Fault{Name: "no-checkpoints",
+		Doc: "executions send no timeline checkpoint", Warns: []string{"ACP-NOTIF-002"}})
+	FaultProblemStatusString = declare(fault.Fault{Name: "problem-status-string",
+		Doc: "Problem+JSON refusals carry their status as a string", Fails: []string{"ACP-ERR-001"}})
+	FaultTenantInvalid = declare(fault.Fault{Name: "tenant-invalid-params",
+		Doc: "tenant hints (tenantId, projectId) are refused as invalid params", Warns: []string{"ACP-TENANT-001"}})
+)
 
 // Faults lists every fault, sorted.
 func Faults() []Fault {
-	out := slices.Clone(allFaults)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	var out []Fault
+	for _, d := range faults.All() {
+		out = append(out, Fault(d.Name))
+	}
 	return out
 }
 
+// FaultDecls lists every fault's declaration, sorted by name.
+func FaultDecls() []fault.Fault { return faults.All() }
+
 // Variant is a legal but unusual reading of the Harbor text: the suite
-// must accept each (docs/interpretations.md).
+// must accept each (docs/interpretations.md); its declaration says what it
+// does and any SHOULD it still earns a warning for.
 type Variant string
 
-const (
-	// VariantNoHarbor advertises nothing of Harbor: a plain ACP agent.
-	VariantNoHarbor Variant = "no-harbor"
-	// VariantHarborPrefix answers Harbor methods only under their harbor/
-	// spelling (the examples' method members).
-	VariantHarborPrefix Variant = "harbor-prefix"
-	// VariantNestedMeta nests the bundle: _meta.agent.harbor.
-	VariantNestedMeta Variant = "nested-meta"
-	// VariantGateAlias names the snapshots block agentHarborSnapshots.
-	VariantGateAlias Variant = "gate-alias"
-	// VariantProblemResults refuses with a Problem+JSON result instead of
-	// a JSON-RPC error.
-	VariantProblemResults Variant = "problem-results"
-	// VariantCamelCaseFile spells workspace/file metadata in camelCase.
-	VariantCamelCaseFile Variant = "camel-case-file"
-	// VariantUpdateDiscriminated sends Harbor updates as sessionUpdate
-	// "custom" with the payload in a payload member.
-	VariantUpdateDiscriminated Variant = "update-discriminated"
-	// VariantMethodNotifications sends Harbor notifications as JSON-RPC
-	// notifications named harbor/… instead of session/update.
-	VariantMethodNotifications Variant = "method-notifications"
-)
+// variants are the agent's variants, as declared.
+var variants fault.Set[fault.Variant]
 
-var allVariants = []Variant{VariantNoHarbor, VariantHarborPrefix, VariantNestedMeta, VariantGateAlias,
-	VariantProblemResults, VariantCamelCaseFile, VariantUpdateDiscriminated, VariantMethodNotifications}
+func declareVariant(v fault.Variant) Variant {
+	v.Kind = fault.InServer
+	return Variant(variants.Add(v))
+}
+
+// Decl is the declaration of v.
+func (v Variant) Decl() (fault.Variant, bool) { return variants.Lookup(string(v)) }
+
+var (
+	// VariantNoHarbor advertises nothing of Harbor: a plain ACP agent
+	// (proven by TestACPHarborBaseOnlyAgent, cmd/conform).
+	VariantNoHarbor = declareVariant(fault.Variant{Name: "no-harbor",
+		Doc: "advertises nothing of Harbor: a plain ACP agent"})
+	// VariantHarborPrefix answers Harbor methods only under their harbor/
+	// spelling (the examples' method members): legal, but names ACP
+	// reserves.
+	VariantHarborPrefix = declareVariant(fault.Variant{Name: "harbor-prefix",
+		Doc: "answers Harbor methods only under their harbor/ spelling", Warns: []string{"ACP-NAME-001"}})
+	VariantNestedMeta = declareVariant(fault.Variant{Name: "nested-meta",
+		Doc: "nests the bundle: _meta.agent.harbor"})
+	VariantGateAlias = declareVariant(fault.Variant{Name: "gate-alias",
+		Doc: "names the snapshots block agentHarborSnapshots"})
+	VariantProblemResults = declareVariant(fault.Variant{Name: "problem-results",
+		Doc: "refuses with a Problem+JSON result instead of a JSON-RPC error"})
+	VariantCamelCaseFile = declareVariant(fault.Variant{Name: "camel-case-file",
+		Doc: "spells workspace/file metadata in camelCase"})
+	VariantUpdateDiscriminated = declareVariant(fault.Variant{Name: "update-discriminated",
+		Doc: "sends Harbor updates as sessionUpdate \"custom\" with the payload in a payload member"})
+	VariantMethodNotifications = declareVariant(fault.Variant{Name: "method-notifications",
+		Doc: "sends Harbor notifications as JSON-RPC notifications named harbor/… instead of session/update"})
+)
 
 // Variants lists every variant, sorted.
 func Variants() []Variant {
-	out := slices.Clone(allVariants)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	var out []Variant
+	for _, d := range variants.All() {
+		out = append(out, Variant(d.Name))
+	}
 	return out
 }
 
+// VariantDecls lists every variant's declaration, sorted by name.
+func VariantDecls() []fault.Variant { return variants.All() }
+
 // ParseFault checks a fault name.
 func ParseFault(s string) (Fault, error) {
-	if slices.Contains(allFaults, Fault(s)) {
+	if _, ok := faults.Lookup(s); ok {
 		return Fault(s), nil
 	}
 	return "", fmt.Errorf("unknown fault %q (conform serve-acp --list-faults lists them)", s)
@@ -132,8 +199,8 @@ func ParseFault(s string) (Fault, error) {
 
 // ParseVariant checks a variant name.
 func ParseVariant(s string) (Variant, error) {
-	if s == "" || slices.Contains(allVariants, Variant(s)) {
+	if _, ok := variants.Lookup(s); s == "" || ok {
 		return Variant(s), nil
 	}
-	return "", fmt.Errorf("unknown variant %q (conform serve-acp --list-faults lists them)", s)
+	return "", fmt.Errorf("unknown variant %q (conform serve-acp --list-variants lists them)", s)
 }

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
 // Usage is `conform serve-acp -h`.
 const Usage = `usage: conform serve-acp [--fault NAME]… [--variant NAME] [--hold D]
+       conform serve-acp --list-faults | --list-variants
 
 Runs the reference ACP Agent Harbor agent on this process's stdin and stdout
 (JSON-RPC 2.0, one message per line), logging to stderr, until stdin ends.
@@ -35,16 +37,17 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("conform serve-acp", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var faults []Fault
-	fs.Func("fault", "break one requirement on purpose (repeatable; --list-faults lists them)", func(s string) error {
+	fs.Func("fault", "break one requirement on purpose (repeatable; --list-faults lists them with the requirement each breaks)", func(s string) error {
 		f, err := ParseFault(s)
 		if err == nil {
 			faults = append(faults, f)
 		}
 		return err
 	})
-	variant := fs.String("variant", "", "a legal but unusual reading of the Harbor text (--list-faults lists them)")
+	variant := fs.String("variant", "", "a legal but unusual reading of the Harbor text (--list-variants lists them)")
 	hold := fs.Duration("hold", 10*time.Second, "how long a conform:hold turn waits for session/cancel")
-	list := fs.Bool("list-faults", false, "list the faults and variants, then exit")
+	listFaults := fs.Bool("list-faults", false, "list the faults, each with the requirements it fails or warns about, then exit")
+	listVariants := fs.Bool("list-variants", false, "list the variants, each with what it does, then exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, Usage)
@@ -59,15 +62,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "conform serve-acp: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if *list {
-		var fsn, vs []string
-		for _, f := range Faults() {
-			fsn = append(fsn, string(f))
-		}
-		for _, v := range Variants() {
-			vs = append(vs, string(v))
-		}
-		fmt.Fprintf(stdout, "faults:\n  %s\nvariants:\n  %s\n", strings.Join(fsn, "\n  "), strings.Join(vs, "\n  "))
+	switch {
+	case *listFaults:
+		fault.WriteFaults(stdout, FaultDecls())
+		return 0
+	case *listVariants:
+		fault.WriteVariants(stdout, VariantDecls())
 		return 0
 	}
 	v, err := ParseVariant(*variant)

@@ -11,26 +11,39 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
-// Core REST and stream behaviour. The rows that use these (and say what
-// each must fail, warn about or pass) are in cmd/conform/faults_*_test.go.
+// Core REST and stream behaviour: wire faults and variants of the Core
+// level.
 func init() {
-	register(map[string]Wrap{
-		// Faults.
-		"lists-without-page": rewriting(func(_ *http.Request, v any) {
+	wireFault(fault.Fault{Name: "lists-without-page",
+		Doc:       "list answers carry no page object",
+		Fails:     []string{"CORE-PAGE-001"},
+		Tolerated: []string{"CORE-EVT-004"},
+		Why:       "the event-range walk reads lists too (CORE-EVT-004)"},
+		rewriting(func(_ *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && m["object"] == "list" {
 				delete(m, "page")
 			}
-		}),
-		"messages-reversed": rewriting(func(r *http.Request, v any) {
+		}))
+
+	wireFault(fault.Fault{Name: "messages-reversed",
+		Doc:   "a session's message list is served in reverse order",
+		Fails: []string{"CORE-READ-012"}},
+		rewriting(func(r *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/messages") {
 				if data, ok := m["data"].([]any); ok {
 					slices.Reverse(data)
 				}
 			}
-		}),
-		"content-not-matching-sha256": plain(func(next http.Handler) http.Handler {
+		}))
+
+	wireFault(fault.Fault{Name: "content-not-matching-sha256",
+		Doc:   "artifact content no longer matches the artifact's sha256 (a byte is appended)",
+		Fails: []string{"CORE-READ-013"}},
+		plain(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !strings.HasSuffix(r.URL.Path, "/content") {
 					next.ServeHTTP(w, r)
@@ -44,11 +57,19 @@ func init() {
 				}
 				copyRecorded(w, rec, body)
 			})
-		}),
-		"events-without-payload": rewriting(func(_ *http.Request, v any) {
+		}))
+
+	wireFault(fault.Fault{Name: "events-without-payload",
+		Doc:   "events are served without their payload",
+		Fails: []string{"CORE-EVT-001"}},
+		rewriting(func(_ *http.Request, v any) {
 			eachObject(v, "event", func(e map[string]any) { delete(e, "payload") })
-		}),
-		"event-ranges-ignore-limit": plain(func(next http.Handler) http.Handler {
+		}))
+
+	wireFault(fault.Fault{Name: "event-ranges-ignore-limit",
+		Doc:   "event lists ignore ?limit= (the default page size is used)",
+		Fails: []string{"CORE-EVT-004"}},
+		plain(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, "/events") {
 					q := r.URL.Query()
@@ -57,36 +78,49 @@ func init() {
 				}
 				next.ServeHTTP(w, r)
 			})
-		}),
+		}))
 
-		// SHOULDs broken.
-		"unknown-session-state": rewriting(func(_ *http.Request, v any) {
+	wireFault(fault.Fault{Name: "unknown-session-state",
+		Doc:   "sessions that are not CLOSED report the state HIBERNATING, which the protocol does not define",
+		Warns: []string{"CORE-READ-009"}},
+		rewriting(func(_ *http.Request, v any) {
 			eachObject(v, "session", func(m map[string]any) {
 				if m["state"] != "CLOSED" { // a closed session stays closed (CORE-SESSION-001)
 					m["state"] = "HIBERNATING"
 				}
 			})
-		}),
-		"bare-a2a-card": rewriting(func(r *http.Request, v any) {
+		}))
+
+	wireFault(fault.Fault{Name: "bare-a2a-card",
+		Doc:   "the agent card's a2a_card lacks defaultInputModes",
+		Warns: []string{"CORE-CARD-002"}},
+		rewriting(func(r *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
 				if a, ok := m["a2a_card"].(map[string]any); ok {
 					delete(a, "defaultInputModes")
 				}
 			}
-		}),
-		// docs/interpretations.md#a2a-card: the A2A card declares how to authenticate.
-		"a2a-card-without-security": rewriting(func(r *http.Request, v any) {
+		}))
+
+	// docs/interpretations.md#a2a-card: the A2A card declares how to authenticate.
+	wireFault(fault.Fault{Name: "a2a-card-without-security",
+		Doc:   "the agent card's a2a_card declares no security schemes",
+		Warns: []string{"CORE-CARD-002"}},
+		rewriting(func(r *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/agent-card" {
 				if a, ok := m["a2a_card"].(map[string]any); ok {
 					delete(a, "securitySchemes")
 					delete(a, "security")
 				}
 			}
-		}),
-		// The card claims replay, which discovery flags false (the
-		// reference Harness offers replay since issue 12: discovery's
-		// flag is turned off, the card's claim kept or added).
-		"card-claims-replay": rewriting(func(r *http.Request, v any) {
+		}))
+
+	// The reference Harness offers replay since issue 12: discovery's flag is
+	// turned off, the card's claim kept or added.
+	wireFault(fault.Fault{Name: "card-claims-replay",
+		Doc:   "the agent card claims replay, which discovery flags false",
+		Warns: []string{"CORE-CARD-003"}},
+		rewriting(func(r *http.Request, v any) {
 			m, ok := v.(map[string]any)
 			if !ok {
 				return
@@ -102,8 +136,12 @@ func init() {
 					m["capabilities"] = append(caps, "replay")
 				}
 			}
-		}),
-		"failure-hidden": rewriting(func(_ *http.Request, v any) {
+		}))
+
+	wireFault(fault.Fault{Name: "failure-hidden",
+		Doc:   "failed tasks and their task.failed events say nothing of the failure",
+		Warns: []string{"CORE-LIFE-003"}},
+		rewriting(func(_ *http.Request, v any) {
 			eachObject(v, "task", func(m map[string]any) { delete(m, "failure") })
 			eachObject(v, "event", func(e map[string]any) {
 				if p, ok := e["payload"].(map[string]any); ok && e["event"] == "task.failed" {
@@ -112,17 +150,22 @@ func init() {
 					}
 				}
 			})
-		}),
-		"outcome-unreachable": rewriting(func(r *http.Request, v any) {
+		}))
+
+	wireFault(fault.Fault{Name: "outcome-unreachable",
+		Doc:   "tasks name no outcome_id and the outcome list by task is empty",
+		Warns: []string{"CORE-OUT-002"}},
+		rewriting(func(r *http.Request, v any) {
 			eachObject(v, "task", func(m map[string]any) { delete(m, "outcome_id") })
 			if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/outcomes" && r.URL.Query().Get("task_id") != "" {
 				m["data"] = []any{}
 			}
-		}),
+		}))
 
-		// Legal behaviour.
-		// Out-of-range limits clamped instead of refused.
-		"clamped-limit": plain(func(next http.Handler) http.Handler {
+	wireVariant(fault.Variant{Name: "clamped-limit",
+		Doc:   "out-of-range limits are clamped instead of refused",
+		Level: "core"},
+		plain(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				q := r.URL.Query()
 				if v := q.Get("limit"); v != "" {
@@ -136,9 +179,12 @@ func init() {
 				}
 				next.ServeHTTP(w, r)
 			})
-		}),
-		// An idempotent replay answered 200 rather than the first 201/202.
-		"replay-answers-200": plain(func(next http.Handler) http.Handler {
+		}))
+
+	wireVariant(fault.Variant{Name: "replay-answers-200",
+		Doc:   "an idempotent replay is answered 200 rather than the first 201/202",
+		Level: "core"},
+		plain(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method != http.MethodPost {
 					next.ServeHTTP(w, r)
@@ -156,9 +202,12 @@ func init() {
 				w.WriteHeader(code)
 				w.Write(rec.Body.Bytes())
 			})
-		}),
-		// error.param as a JSON Pointer.
-		"param-json-pointer": rewriting(func(_ *http.Request, v any) {
+		}))
+
+	wireVariant(fault.Variant{Name: "param-json-pointer",
+		Doc:   "error.param is a JSON Pointer",
+		Level: "core"},
+		rewriting(func(_ *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok {
 				if e, ok := m["error"].(map[string]any); ok {
 					if p, ok := e["param"].(string); ok && p != "" {
@@ -166,13 +215,19 @@ func init() {
 					}
 				}
 			}
-		}),
-		// UTC spelled +00:00 and with lower-case t and z.
-		"utc-spellings": rewriting(func(_ *http.Request, v any) { respellUTC(v) }),
-		// Clients may not create workspaces; one exists already. The
-		// lifecycle and stream specs create their workspace without the
-		// fallback to a listed one that the REST specs' newSession has.
-		"no-workspace-create": func(next http.Handler, env Env) (http.Handler, error) {
+		}))
+
+	wireVariant(fault.Variant{Name: "utc-spellings",
+		Doc:   "UTC is spelled +00:00 and with lower-case t and z",
+		Level: "core"},
+		rewriting(func(_ *http.Request, v any) { respellUTC(v) }))
+
+	// The lifecycle and stream specs create their workspace without the
+	// fallback to a listed one that the REST specs' newSession has.
+	wireVariant(fault.Variant{Name: "no-workspace-create",
+		Doc:   "clients may not create workspaces (403 permission_denied); the operator provisioned one",
+		Level: "core"},
+		func(next http.Handler, env Env) (http.Handler, error) {
 			if rec := setupRequest(next, env, http.MethodPost, "/v1/workspaces", `{"name":"preset","root":"conform://preset"}`); rec.Code != http.StatusCreated {
 				return nil, &setupError{what: "preset workspace", code: rec.Code, body: rec.Body.String()}
 			}
@@ -185,15 +240,29 @@ func init() {
 				}
 				next.ServeHTTP(w, r)
 			}), nil
-		},
+		})
 
-		// Readings of the spec the reference Harness does not take but a
-		// reasonable implementer could; each calls env.Used when it changes
-		// an answer.
-		"hold-streams-open":     holdStreamsOpen,
-		"refuse-unknown-cursor": refuseUnknownCursor,
-		"status-changed-only":   statusChangedOnly,
-	})
+	// Readings of the spec the reference Harness does not take but a
+	// reasonable implementer could; each calls env.Used when it changes an
+	// answer.
+	wireVariant(fault.Variant{Name: "hold-streams-open",
+		Doc:   "task streams stay open after the task ended",
+		Level: "core",
+		Met:   true},
+		holdStreamsOpen)
+
+	wireVariant(fault.Variant{Name: "refuse-unknown-cursor",
+		Doc:   "an unknown Last-Event-ID is refused with 410 cursor_expired",
+		Level: "core",
+		Met:   true},
+		refuseUnknownCursor)
+
+	wireVariant(fault.Variant{Name: "status-changed-only",
+		Doc:   "every transition after submission is task.status_changed",
+		Level: "core",
+		Met:   true},
+		statusChangedOnly)
+
 }
 
 type setupError struct {

@@ -1,11 +1,13 @@
-// Package wrapfault holds the middlewares the self-check (cmd/conform's
-// fault rows) puts in front of an unmodified reference Harness: behaviour
-// the Harness has no switch for, broken or legally varied from outside by
-// rewriting one thing in requests or answers. They are named so that a
-// separate, non-race process can serve them (package wrapserve): the proof
-// runs then cost what the suite costs, not what the race detector costs.
-//
-// This is test support, not part of the conformance tool.
+// Package wrapfault holds the wire faults and variants of the reference
+// Harness (package fault, Kind Wire): middlewares in front of an
+// unmodified Harness that break, or legally vary, one behaviour from
+// outside by rewriting one thing in requests or answers. Each is declared
+// once, with its middleware, in the file of its area; `conform serve
+// --fault NAME` (or --variant NAME) puts it in front of the Harness it
+// serves, and the self-check's proof rows (cmd/conform) are derived from
+// the declarations. A separate, non-race process serves them for the proof
+// runs (package wrapserve): the runs then cost what the suite costs, not
+// what the race detector costs.
 package wrapfault
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/refharness"
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
 // Env is what a wrapper may use besides the handler it wraps.
@@ -35,19 +38,48 @@ type Env struct {
 // already stripped). It may set up state through next first.
 type Wrap func(next http.Handler, env Env) (http.Handler, error)
 
-var wraps = map[string]Wrap{}
+var (
+	faults   fault.Set[fault.Fault]
+	variants fault.Set[fault.Variant]
+	wraps    = map[string]Wrap{}
+)
 
-// register adds wrappers; a name used twice is a programming error.
-func register(ws map[string]Wrap) {
-	for name, w := range ws {
-		if _, dup := wraps[name]; dup {
-			panic("wrapfault: " + name + " registered twice")
-		}
-		wraps[name] = w
-	}
+// wireFault declares a wire fault, made by w.
+func wireFault(f fault.Fault, w Wrap) {
+	f.Kind = fault.Wire
+	add(faults.Add(f), w)
 }
 
-// Names lists every wrapper, sorted.
+// wireVariant declares a wire variant, made by w.
+func wireVariant(v fault.Variant, w Wrap) {
+	v.Kind = fault.Wire
+	add(variants.Add(v), w)
+}
+
+// add keeps w under name; a name used twice (a fault and a variant, or a
+// Harness fault or variant) is a programming error.
+func add(name string, w Wrap) {
+	_, f := refharness.Fault(name).Decl()
+	_, v := refharness.Variant(name).Decl()
+	if _, dup := wraps[name]; dup || f || v {
+		panic("wrapfault: " + name + " is declared twice")
+	}
+	wraps[name] = w
+}
+
+// Faults lists the wire faults' declarations, sorted by name.
+func Faults() []fault.Fault { return faults.All() }
+
+// Variants lists the wire variants' declarations, sorted by name.
+func Variants() []fault.Variant { return variants.All() }
+
+// Fault is the declaration of the wire fault named name.
+func Fault(name string) (fault.Fault, bool) { return faults.Lookup(name) }
+
+// Variant is the declaration of the wire variant named name.
+func Variant(name string) (fault.Variant, bool) { return variants.Lookup(name) }
+
+// Names lists every wrapper, faults and variants, sorted.
 func Names() []string {
 	var out []string
 	for n := range wraps {
