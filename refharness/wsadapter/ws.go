@@ -105,9 +105,13 @@ type Adapter struct {
 	// read too slowly, before it is closed.
 	onSlow func()
 
-	wg   sync.WaitGroup // one per connection, until all its goroutines ended
-	open atomic.Int64
-	seq  atomic.Int64 // connection counter, for ping ids
+	wg sync.WaitGroup // one per connection, until all its goroutines ended
+	// mu guards stopped and orders wg.Add before Wait: an upgrade that
+	// arrives once Wait has begun is refused instead of racing it.
+	mu      sync.Mutex
+	stopped bool
+	open    atomic.Int64
+	seq     atomic.Int64 // connection counter, for ping ids
 }
 
 var _ http.Handler = (*Adapter)(nil)
@@ -146,8 +150,25 @@ func Mount(srv *refharness.Server, opts Options) *Adapter {
 func (a *Adapter) Open() int { return int(a.open.Load()) }
 
 // Wait blocks until every connection has ended (the server's Close ends
-// them with 1001).
-func (a *Adapter) Wait() { a.wg.Wait() }
+// them with 1001). Upgrades that arrive after it began are refused with
+// 503 service_unavailable.
+func (a *Adapter) Wait() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.wg.Wait()
+}
+
+// track counts a connection about to be accepted, unless Wait has begun.
+func (a *Adapter) track() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return false
+	}
+	a.wg.Add(1)
+	return true
+}
 
 // ServeHTTP answers a WebSocket upgrade on a stream path: the HTTP checks
 // of section 1 before the upgrade, then the connection until it closes.
@@ -186,6 +207,12 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !a.track() {
+		a.srv.WriteError(w, r, refharness.NewError(http.StatusServiceUnavailable, "service_unavailable", "",
+			"the server is shutting down", nil))
+		return
+	}
+	defer a.wg.Done()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols: []string{Profile},
 		// The profile uses no ambient credentials (no cookies), so a
@@ -199,8 +226,6 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// is told from one at the limit; the adapter refuses it itself
 	// (error frame, then 1009).
 	ws.SetReadLimit(a.opts.MaxFrameBytes + 1)
-	a.wg.Add(1)
-	defer a.wg.Done()
 	a.open.Add(1)
 	defer a.open.Add(-1)
 	c := newConn(a, ws, r, st)
