@@ -69,6 +69,9 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	Message string `json:"message"`
 	Remedy  string `json:"remedy,omitempty"` // with VerdictUnverified
+	// Repro reproduces the failure when the last recorded request alone
+	// does not: a race's script that fires a round's requests at once.
+	Repro string `json:"repro,omitempty"`
 }
 
 // Transcript is a failed spec's redacted wire record.
