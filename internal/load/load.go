@@ -208,7 +208,9 @@ func (d *Driver) Warm(ctx context.Context, n int) {
 	quiet := d.c.WithRecorder(nil)
 	var wg sync.WaitGroup
 	for range n {
-		wg.Go(func() { _, _ = quiet.Do(ctx, client.Request{Path: "/v1", Probe: "warming a connection for a concurrency round"}) })
+		wg.Go(func() {
+			_, _ = quiet.Do(ctx, client.Request{Path: "/v1", Probe: "warming a connection for a concurrency round"})
+		})
 	}
 	wg.Wait()
 }
