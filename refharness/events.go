@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,15 @@ var (
 	FaultReplayCursorUnknownEmpty = declare(fault.Fault{Name: "replay-cursor-unknown-empty",
 		Doc:   "an unknown after_event_id answers 200 with an empty list instead of 410 cursor_expired",
 		Fails: []string{"RPLY-RANGE-003"}})
+	// A race: an unlocked subscriber list. A session stream reads the list
+	// of subscribers when it opens and stores the list with itself added
+	// once it has sent the history, so of streams that open at once only
+	// the last one stored is woken by new events (until its keep-alive).
+	FaultSSESubscribersLost = declare(fault.Fault{Name: "sse-subscribers-lost",
+		Doc:       "session streams register for live events in a subscriber list updated without a lock (read on opening, stored after the history): of streams opened at once, some are never woken and deliver no live event",
+		Fails:     []string{"CORE-FANOUT-001"},
+		Tolerated: []string{"CORE-RESUME-001"},
+		Why:       "a stream resumed while another one closes can lose its registration the same way (CORE-RESUME-001)"})
 	FaultReplayUnmarkedSSE = declare(fault.Fault{Name: "replay-unmarked-sse",
 		Doc:   "replayed events are served with replayed:false on SSE only",
 		Fails: []string{"RPLY-MARK-001"}})
@@ -261,6 +271,16 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 
 	ka := time.NewTicker(s.opts.KeepAlive)
 	defer ka.Stop()
+	// FaultSSESubscribersLost: the subscriber list as this stream found it,
+	// and its own wake-up channel, stored into the list after the history.
+	var listed *[]chan struct{}
+	var mine chan struct{}
+	registered := false
+	if s.opts.Faults.Has(FaultSSESubscribersLost) && strings.HasPrefix(c.target, "/v1/sessions/") {
+		mine = make(chan struct{}, 1)
+		listed = s.subs.Load()
+		defer s.unsubscribe(mine)
+	}
 	for {
 		if c.r.Context().Err() != nil || s.ctx.Err() != nil {
 			return // also between batches of a long replay
@@ -268,6 +288,9 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		s.mu.RLock()
 		evs, more := s.st.eventsAfter(sel, after, sseBatch)
 		wake := s.notify
+		if mine != nil {
+			wake = mine
+		}
 		done := !more && sel.taskID != "" && s.taskOverLocked(sel.taskID, after, evs)
 		seq := s.lastSeq
 		s.mu.RUnlock()
@@ -289,6 +312,12 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		if more {
 			continue
 		}
+		if mine != nil && !registered {
+			// The bug: the list read when the stream opened, plus this
+			// stream, replaces whatever the list became meanwhile.
+			s.subs.Store(withSub(listed, mine))
+			registered = true
+		}
 		select {
 		case <-wake:
 		case <-ka.C:
@@ -300,6 +329,42 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 			return
 		case <-s.ctx.Done():
 			return
+		}
+	}
+}
+
+// withSub is list (nil: empty) with ch added, as a new list.
+func withSub(list *[]chan struct{}, ch chan struct{}) *[]chan struct{} {
+	var out []chan struct{}
+	if list != nil {
+		out = slices.Clone(*list)
+	}
+	out = append(out, ch)
+	return &out
+}
+
+// unsubscribe drops ch from the subscriber list, as carelessly as it was
+// added (FaultSSESubscribersLost).
+func (s *Server) unsubscribe(ch chan struct{}) {
+	p := s.subs.Load()
+	if p == nil {
+		return
+	}
+	out := slices.DeleteFunc(slices.Clone(*p), func(c chan struct{}) bool { return c == ch })
+	s.subs.Store(&out)
+}
+
+// wakeSubscribers wakes the streams of the subscriber list
+// (FaultSSESubscribersLost; without it the list is empty). Holds s.mu.
+func (s *Server) wakeSubscribers() {
+	p := s.subs.Load()
+	if p == nil {
+		return
+	}
+	for _, ch := range *p {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -46,7 +46,21 @@ var (
 	FaultPermissionIdempotencyIgnored = declare(fault.Fault{Name: "permission-respond-idempotency-ignored",
 		Doc:   "respondPermissionRequest ignores Idempotency-Key: the retry of an answer is refused 409",
 		Fails: []string{"EXT-IDEM-002"}})
+	// The race of FaultDuplicateOnConcurrentRetry (routes.go) on the
+	// Extended writes: extWriteRoutes.
+	FaultExtDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "ext-duplicate-on-concurrent-retry",
+		Doc:   "Extended writes look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all act; sequential retries work",
+		Fails: []string{"EXT-IDEM-004", "EXT-IDEM-005"}})
 )
+
+// extWriteRoutes are the Extended writes FaultExtDuplicateOnConcurrentRetry
+// races (method and route pattern).
+var extWriteRoutes = map[string]bool{
+	"POST artifacts": true, "POST permission-requests/{}/respond": true, "POST tasks/{}/messages": true,
+	"POST personas": true, "PATCH personas/{}": true, "POST workspaces": true, "PATCH workspaces/{}": true,
+	"POST sessions/{}/branches": true, "POST sessions/{}/fork": true, "POST sessions/{}/truncate": true,
+	"POST memories": true, "POST vaults": true,
+}
 
 // Personas (EXT-PERSONA-001…004) are policy: the tools and capabilities a
 // Task naming one may use, its autonomy tier and its receipt policy. The
@@ -327,8 +341,9 @@ func (s *Server) keyIgnored(c *call, rt route) bool {
 }
 
 // faultyMessageList is a session's message list under
-// FaultMessagesNewestFirst (newest first) or FaultForkSharesTranscript (a
-// fork reads its parent's live transcript). Cursors are positions in it.
+// FaultMessagesNewestFirst (newest first), FaultForkSharesTranscript (a
+// fork reads its parent's live transcript) or FaultTranscriptIndexedLate
+// (the session's transcript index, written after each append: handlers.go). Cursors are positions in it.
 func (s *Server) faultyMessageList(c *call, id string) (any, *apiError) {
 	if se, _ := s.st.sessions.get(id); s.opts.Faults.Has(FaultForkSharesTranscript) && se.ParentSessionID != nil {
 		id = *se.ParentSessionID

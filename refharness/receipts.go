@@ -37,6 +37,12 @@ var (
 		Fails:     []string{"RCPT-CHAIN-001"},
 		Tolerated: []string{"RCPT-VERIFY-002"},
 		Why:       "the target's verify API, which sees the chain the suite cannot, rightly reports the broken link, which the suite then calls a disagreement (RCPT-VERIFY-002)"})
+	// A race: a task's receipt is linked to the chain head read when its
+	// receipt was drafted, not to the head when it is committed. Tasks
+	// that end at once link their receipts to one previous receipt.
+	FaultReceiptChainHeadStale = declare(fault.Fault{Name: "receipt-chain-head-stale",
+		Doc:   "a completing task's receipt links to the chain head read before its receipt was sealed: receipts of tasks that complete at once fork the chain",
+		Fails: []string{"RCPT-CHAIN-003"}})
 	FaultReceiptWrongKey = declare(fault.Fault{Name: "receipt-wrong-key",
 		Doc:       "receipts are signed with a key the directory does not publish",
 		Fails:     []string{"RCPT-SIGN-001"},

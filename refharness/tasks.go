@@ -52,6 +52,16 @@ var (
 	FaultClosedTakesTasks = declare(fault.Fault{Name: "closed-session-takes-tasks",
 		Doc:   "a CLOSED session still accepts new tasks",
 		Fails: []string{"CORE-SESSION-001"}})
+	// A race: a cancel that does not re-check the state. The cancel
+	// checks the task and records the request (user.cancel_requested) in a
+	// first durable write, then records CANCELED, its Outcome and receipt
+	// from what it read at first, without checking again. Alone, a cancel
+	// of a finished task is still refused; fired at once, every cancel
+	// records CANCELED with an Outcome, and one that raced the task's end
+	// overwrites it.
+	FaultCancelNoRecheck = declare(fault.Fault{Name: "cancel-no-recheck",
+		Doc:   "a cancel checks the task and durably records the request first, then records CANCELED from what it read without checking again: cancels fired at once each record CANCELED (and an Outcome), and one that raced the task's end overwrites it",
+		Fails: []string{"CORE-CANCEL-004"}})
 	FaultTerminalAcceptsMessage = declare(fault.Fault{Name: "terminal-accepts-message",
 		Doc:      "input and interrupt messages to a terminal task answer 201; input moves it back to WORKING",
 		Fails:    []string{"CORE-LIFE-004"},
@@ -242,6 +252,10 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 	if !ok {
 		return nil, notFound("task", c.params[0])
 	}
+	requested := false
+	if c.arr.task != nil {
+		old, requested = c.arr.task, true // FaultCancelNoRecheck: the task as the cancel first read it
+	}
 	reason, _, e := c.body.str("reason", false)
 	if e != nil {
 		return nil, e
@@ -264,13 +278,11 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 	if s.opts.Faults.Has(FaultCanceledHasCompletedAt) {
 		t.CompletedAt = ptr(now)
 	}
-	summary := "canceled"
-	if reason != "" {
-		summary = "canceled: " + reason
+	summary := cancelSummary(reason)
+	cm := &commit{}
+	if !requested {
+		cm.Events = append(cm.Events, s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor))
 	}
-	cm := &commit{Events: []*Event{
-		s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor),
-	}}
 	if err := s.finishLocked(cm, &t, old.Status, "CANCELED", summary, nil, c.actor); err != nil {
 		return nil, internal(err)
 	}
@@ -280,6 +292,41 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 			rn.cancel()
 		}
 	}}, nil
+}
+
+// readTaskEarly is FaultCancelNoRecheck's first half (routes.go,
+// arrive): the task is checked and the cancel request durably recorded
+// (user.cancel_requested); the task as it was is kept for the second half,
+// cancelTask under the write lock, which does not look again. A task
+// already terminal, or gone, is left to the cancel's ordinary path, which
+// refuses it.
+func (s *Server) readTaskEarly(c *call) {
+	if !s.opts.Faults.Has(FaultCancelNoRecheck) {
+		return
+	}
+	reason, _, _ := c.body.str("reason", false)
+	s.mu.Lock()
+	old, ok := s.st.tasks.get(c.params[0])
+	if !ok || Terminal(old.Status) {
+		s.mu.Unlock()
+		return
+	}
+	seq, err := s.commitLocked(&commit{Events: []*Event{
+		s.newEvent("user.cancel_requested", Pointer{"task", old.ID}, map[string]any{"reason": nullable(reason)}, old.WorkspaceID, old.SessionID, old.ID, c.actor),
+	}})
+	s.mu.Unlock()
+	if err != nil || s.wait(seq) != nil {
+		return
+	}
+	c.arr.task = old
+}
+
+// cancelSummary is a canceled task's Outcome summary.
+func cancelSummary(reason string) string {
+	if reason != "" {
+		return "canceled: " + reason
+	}
+	return "canceled"
 }
 
 // finishLocked records a terminal transition of t (already copied and given
@@ -708,6 +755,7 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 	ev := s.terminalLocked(cm, &t, o, old.Status, failure, agentActor)
 	last := s.lastTaskEventLocked(id)
 	d := s.draftReceiptLocked(&t)
+	drafted := s.st.rc.head()
 	s.mu.Unlock()
 
 	p, err := s.prepareReceipt(d, &t, o)
@@ -720,7 +768,11 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 	if cur, _ := s.st.tasks.get(id); cur != old || s.lastTaskEventLocked(id) != last {
 		return 0, false, nil
 	}
-	r, err := s.finishReceipt(p, s.st.rc.head())
+	head := s.st.rc.head()
+	if s.opts.Faults.Has(FaultReceiptChainHeadStale) {
+		head = drafted // receipts.go: the head as it was before the receipt was sealed
+	}
+	r, err := s.finishReceipt(p, head)
 	if err != nil {
 		return 0, true, err
 	}

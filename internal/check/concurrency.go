@@ -422,3 +422,27 @@ func NoFork(links []Link) error {
 	}
 	return nil
 }
+
+// AppendedMessage is the Message an event announces as appended to a
+// Session: a user.message, session.message_appended or agent.message
+// event that names it in payload.message_id or payload.message.id, or any
+// event whose resource is the Message. ok is false for other events.
+func AppendedMessage(e Event) (string, bool) {
+	if e.Resource.Object == "message" && e.Resource.ID != "" {
+		return e.Resource.ID, true
+	}
+	switch e.Kind {
+	case "user.message", "session.message_appended", "agent.message":
+	default:
+		return "", false
+	}
+	if id, ok := e.Payload["message_id"].(string); ok && id != "" {
+		return id, true
+	}
+	if m, ok := e.Payload["message"].(map[string]any); ok {
+		if id, ok := m["id"].(string); ok && id != "" {
+			return id, true
+		}
+	}
+	return "", false
+}

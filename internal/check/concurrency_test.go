@@ -144,3 +144,20 @@ func TestNoFork(t *testing.T) {
 		t.Errorf("fork: %v", err)
 	}
 }
+
+func TestAppendedMessage(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Kind: "session.message_appended", Payload: map[string]any{"message_id": "m1"}}, "m1"},
+		{Event{Kind: "user.message", Payload: map[string]any{"message": map[string]any{"id": "m2"}}}, "m2"},
+		{Event{Kind: "vendor.x", Resource: Pointer{"message", "m3"}}, "m3"},
+		{Event{Kind: "task.started", Payload: map[string]any{"message_id": "m4"}}, ""},
+		{Event{Kind: "user.message", Payload: map[string]any{}}, ""},
+	} {
+		if got, _ := AppendedMessage(tc.e); got != tc.want {
+			t.Errorf("AppendedMessage(%+v) = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

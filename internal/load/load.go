@@ -92,9 +92,12 @@ type Shot struct {
 	Send func(ctx context.Context) (Answer, error)
 	// Transport names how Send sends it ("websocket"); "" for REST.
 	Transport string
-	// Script is how a reproduction script shows a Send shot (a comment:
-	// curl cannot send it).
+	// Script is how a reproduction script shows a Send shot: a comment
+	// saying what to send, when curl cannot send it (a WebSocket command).
 	Script string
+	// Shell, when set, is the shell command that reproduces a Send shot
+	// (a curl -N that opens a stream).
+	Shell string
 }
 
 // Refusal is a 429 or 503 answer the driver honoured by waiting and

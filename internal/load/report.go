@@ -142,14 +142,32 @@ func (r *Round) Script(title string) string {
 	fmt.Fprintf(&b, "# conform: %s — %d requests fired at once; each answer goes to conform-race-N.out\n", title, len(r.shots))
 	fmt.Fprintf(&b, ": \"${%s:?set %s to the API key}\"\n", client.KeyVariable, client.KeyVariable)
 	for i, s := range r.shots {
+		if s.Send != nil && s.Shell != "" {
+			fmt.Fprintf(&b, "%s > conform-race-%d.out 2>&1 &\n", s.Shell, i+1)
+			continue
+		}
 		if s.Send != nil {
 			fmt.Fprintf(&b, "# %s (%s): %s\n", s.Label, cmpOr(s.Transport, "not REST"), oneLine(s.Script))
 			continue
 		}
 		fmt.Fprintf(&b, "%s > conform-race-%d.out 2>&1 &\n", r.c.Curl(s.Req), i+1)
 	}
+	if streams := r.streams(); streams > 0 {
+		fmt.Fprintf(&b, "sleep 5; kill $(jobs -p) 2>/dev/null  # %d streams stay open: stop them once the writes are answered\n", streams)
+	}
 	b.WriteString("wait\nhead -n 1 conform-race-*.out\n")
 	return b.String()
+}
+
+// streams counts the Send shots that open a stream (Shell set).
+func (r *Round) streams() int {
+	n := 0
+	for _, s := range r.shots {
+		if s.Send != nil && s.Shell != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -66,3 +66,28 @@ func (t *Tally) Race() error {
 
 // Unjudged says why rounds could not be judged ("" when all were).
 func (t *Tally) Unjudged() string { return strings.Join(t.unjudged, "; ") }
+
+// Merge joins rounds fired one after another (the waves of a burst) into
+// one for a report: labels name their wave ("w2#3"), and every time is
+// relative to the first wave's release.
+func Merge(rs ...*Round) *Round {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := &Round{Started: rs[0].Started, c: rs[0].c}
+	for w, r := range rs {
+		shift := r.Started.Sub(out.Started)
+		for i, a := range r.Answers {
+			a.Label = fmt.Sprintf("w%d%s", w+1, a.Label)
+			a.Start += shift
+			a.End += shift
+			out.Answers = append(out.Answers, a)
+			s := r.shots[i]
+			s.Label = a.Label
+			out.shots = append(out.shots, s)
+		}
+		out.Throttled = out.Throttled || r.Throttled
+		out.GaveUp = out.GaveUp || r.GaveUp
+	}
+	return out
+}
