@@ -416,13 +416,16 @@ func (s *Server) answerRecorded(w http.ResponseWriter, r *http.Request, rec *ide
 // lateIdem reports whether a fault makes route rt look its key up on
 // arrival and record it only once the write is durable: the Core writes
 // under FaultDuplicateOnConcurrentRetry, the Extended ones under
-// FaultExtDuplicateOnConcurrentRetry (extWriteRoutes, personas.go).
+// FaultExtDuplicateOnConcurrentRetry (extWriteRoutes, personas.go), a
+// transport's commands under FaultWSCommandIdempotencyRaced (core.go).
 func (s *Server) lateIdem(c *call, rt route) bool {
 	w := c.r.Method + " " + rt.pattern
 	switch {
 	case s.opts.Faults.Has(FaultDuplicateOnConcurrentRetry) && (w == "POST sessions/{}/tasks" || w == "POST tasks" || w == "POST sessions/{}/messages"):
 		return true
 	case s.opts.Faults.Has(FaultExtDuplicateOnConcurrentRetry) && extWriteRoutes[w]:
+		return true
+	case s.opts.Faults.Has(FaultWSCommandIdempotencyRaced) && isCommand(c.r): // core.go
 		return true
 	}
 	return false

@@ -97,6 +97,7 @@ type runner struct {
 	signal    chan struct{}
 	artifacts []*Artifact
 	replay    *replayRun // set for a replay task: its run replaces the scenario (replay_run.go)
+	head      string     // the receipt chain's head when the task was taken up (FaultReceiptChainHeadStale)
 }
 
 // ending is how a task's terminal transition ends.
@@ -432,7 +433,7 @@ func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
 // ---- the worker ----
 
 func (s *Server) newRunnerLocked(id string) *runner {
-	rn := &runner{signal: make(chan struct{}, 1), cancel: func() {}}
+	rn := &runner{signal: make(chan struct{}, 1), cancel: func() {}, head: s.st.rc.head()}
 	s.runners[id] = rn
 	return rn
 }
@@ -755,7 +756,6 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 	ev := s.terminalLocked(cm, &t, o, old.Status, failure, agentActor)
 	last := s.lastTaskEventLocked(id)
 	d := s.draftReceiptLocked(&t)
-	drafted := s.st.rc.head()
 	s.mu.Unlock()
 
 	p, err := s.prepareReceipt(d, &t, o)
@@ -769,8 +769,8 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 		return 0, false, nil
 	}
 	head := s.st.rc.head()
-	if s.opts.Faults.Has(FaultReceiptChainHeadStale) {
-		head = drafted // receipts.go: the head as it was before the receipt was sealed
+	if rn := s.runners[id]; rn != nil && s.opts.Faults.Has(FaultReceiptChainHeadStale) {
+		head = rn.head // receipts.go: the head as the worker read it when it took the task up
 	}
 	r, err := s.finishReceipt(p, head)
 	if err != nil {

@@ -65,18 +65,25 @@ func errorCode(resp *client.Response) string {
 // the write ("POST /v1/sessions/s_1/tasks"); winner is the resource the
 // successes named ("" when none succeeded yet).
 func KeyedRound(what string, sameBody bool, resps []*client.Response) (winner string, retry []int, err error) {
+	return KeyedRoundBy(what, sameBody, resps, AnswerID)
+}
+
+// KeyedRoundBy is KeyedRound for a write whose answers name their result
+// otherwise than by an id (a truncate's counts): id says what a 2xx answer
+// names ("" for nothing).
+func KeyedRoundBy(what string, sameBody bool, resps []*client.Response, id func(*client.Response) string) (winner string, retry []int, err error) {
 	var bad []string
 	ids := map[string][]int{}
 	var wins []int
 	for i, r := range resps {
 		switch {
 		case r.Status/100 == 2:
-			id := AnswerID(r)
-			if id == "" {
+			named := id(r)
+			if named == "" {
 				bad = append(bad, fmt.Sprintf("request %d answered %d naming no resource (no id, no Location)%s", i+1, r.Status, bodyHint(r)))
 				continue
 			}
-			ids[id] = append(ids[id], i+1)
+			ids[named] = append(ids[named], i+1)
 			wins = append(wins, i+1)
 		case r.Status == http.StatusConflict && errorCode(r) == "idempotency_key_reused":
 			if sameBody {
@@ -123,9 +130,15 @@ func idCounts(ids map[string][]int) string {
 // with a different body, 409 idempotency_key_reused, or the success that
 // makes it the winner when nothing won yet. It returns the winner.
 func Settled(what string, sameBody bool, winner string, resp *client.Response) (string, error) {
+	return SettledBy(what, sameBody, winner, resp, AnswerID)
+}
+
+// SettledBy is Settled for a write whose answers name their result
+// otherwise than by an id (KeyedRoundBy).
+func SettledBy(what string, sameBody bool, winner string, resp *client.Response, named func(*client.Response) string) (string, error) {
 	switch {
 	case resp.Status/100 == 2:
-		id := AnswerID(resp)
+		id := named(resp)
 		switch {
 		case id == "":
 			return winner, fmt.Errorf("%s: the retry of a refused request answered %d naming no resource%s", what, resp.Status, bodyHint(resp))

@@ -68,6 +68,14 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 	}
 	after := run.From
 	history := true
+	// FaultWSSubscribersLost: a session stream's run is woken by its own
+	// channel, registered in the subscriber list once the history is sent.
+	var sub *refharness.Subscription
+	if c.a.srv.Fault(refharness.FaultWSSubscribersLost) && c.st.Resource().Object == "session" {
+		sub = c.a.srv.Subscribe()
+		defer c.a.srv.Unsubscribe(sub)
+	}
+	registered := false
 	// FaultWSResumeSkipsEvent: a run from a cursor loses its first event.
 	skip := req.cursor != "" && c.a.srv.Fault(refharness.FaultWSResumeSkipsEvent)
 	for {
@@ -118,8 +126,16 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 				return runReq{}, false
 			}
 		}
+		wake := b.Wake
+		if sub != nil {
+			if !registered {
+				c.a.srv.Register(sub)
+				registered = true
+			}
+			wake = sub.Wake
+		}
 		select {
-		case <-b.Wake:
+		case <-wake:
 		case <-c.done:
 			return runReq{}, false
 		case r := <-c.resume:
