@@ -33,13 +33,13 @@ var (
 		Fails: []string{"EXT-PERSONA-004"}})
 	FaultArtifactIdempotencyIgnored = declare(fault.Fault{Name: "artifact-idempotency-ignored",
 		Doc:   "POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact",
-		Fails: []string{"EXT-IDEM-001"}})
+		Fails: []string{"EXT-IDEM-001", "EXT-IDEM-004", "EXT-IDEM-005"}})
 	FaultExtIdempotencyIgnored = declare(fault.Fault{Name: "ext-idempotency-ignored",
 		Doc:   "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
-		Fails: []string{"EXT-IDEM-003"}})
+		Fails: []string{"EXT-IDEM-003", "EXT-IDEM-004", "EXT-IDEM-005"}})
 	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
 		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
-		Fails: []string{"EXT-IDEM-002"}})
+		Fails: []string{"EXT-IDEM-002", "EXT-IDEM-004", "EXT-IDEM-005"}})
 	FaultSkillSchemaNotObject = declare(fault.Fault{Name: "skill-schema-not-object",
 		Doc:   "skills render output_schema as a string, not a JSON Schema object or null",
 		Fails: []string{"EXT-SKILL-001"}})

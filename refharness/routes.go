@@ -25,7 +25,7 @@ var (
 		Fails: []string{"CORE-IDEM-001", "CORE-IDEM-002", "CORE-IDEM-003", "CORE-IDEM-004", "CORE-IDEM-005", "CORE-IDEM-008", "CORE-IDEM-009"}})
 	FaultIdempotencyNoConflict = declare(fault.Fault{Name: "idempotency-no-conflict",
 		Doc:   "same key + different body replays the first response instead of 409",
-		Fails: []string{"CORE-IDEM-002", "CORE-IDEM-005"}})
+		Fails: []string{"CORE-IDEM-002", "CORE-IDEM-005", "CORE-IDEM-009"}})
 	// A race, not a missing feature: the idempotency layer of a middleware
 	// that looks a key up when the request arrives and records the first
 	// response once the write is durable, with nothing held in between.
