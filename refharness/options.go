@@ -459,8 +459,17 @@ const (
 	// VariantNoScenarioHook hides the conform.scenarios test hook, as on a
 	// third-party server: discovery and the card do not advertise it and
 	// task metadata["conform.scenario"] is ignored (every task is the
-	// default echo agent's).
+	// default echo agent's). Like most real agents, that agent then keeps
+	// what it wrote as an artifact of the task: a text/plain log named
+	// AgentReplyArtifactName, with its bytes and sha256, which the task's
+	// Outcome lists.
 	VariantNoScenarioHook Variant = "no-scenario-hook"
+	// VariantSlowAgent makes the default agent take SlowAgentWork over
+	// every task, in WORKING, before it answers (scenario tasks are as
+	// their steps say); and, like an agent built for text, it fails a task
+	// whose input holds no text that is not blank (FAILED, failure.code
+	// SlowAgentNoTextCode).
+	VariantSlowAgent Variant = "slow-agent"
 	// VariantChattyAgent makes the default agent emit 60 agent.message
 	// events per task: more than one default page (50) of events.
 	VariantChattyAgent Variant = "chatty-agent"
@@ -468,6 +477,18 @@ const (
 	// /v1/workspaces routes are unknown, and the operator provisioned one
 	// workspace, ProvisionedWorkspaceID, that every key may use.
 	VariantCoreOnly Variant = "core-only"
+)
+
+// AgentReplyArtifactName is metadata.name of the artifact the default
+// agent keeps of its reply under VariantNoScenarioHook.
+const AgentReplyArtifactName = "reply.txt"
+
+// SlowAgentWork is how long the default agent works on a task under
+// VariantSlowAgent, and SlowAgentNoTextCode the failure code of a task it
+// had no text to work on.
+const (
+	SlowAgentWork       = time.Second
+	SlowAgentNoTextCode = "no_text_input"
 )
 
 // ProvisionedWorkspaceID is the workspace VariantCoreOnly provisions.
@@ -495,6 +516,6 @@ const VariantNoReplay Variant = "no-replay"
 // AllVariants lists every variant.
 func AllVariants() []Variant {
 	return []Variant{VariantCRLF, VariantKeepAliveEveryFrame, VariantMultilineData, VariantExtraFields,
-		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent,
+		VariantReorderedKeys, VariantCancelTerminalConflict, VariantNoScenarioHook, VariantChattyAgent, VariantSlowAgent,
 		VariantReceiptSignCanonical, VariantReceiptUnsigned, VariantCoreOnly, VariantNoOAuthTestTokens, VariantNoReplay}
 }

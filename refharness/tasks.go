@@ -363,8 +363,10 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 		s.runReplay(ctx, id, rn.replay) // replay_run.go
 		return
 	}
-	steps := s.defaultSteps(s.taskInput(id))
-	if sc != nil {
+	var steps []scenario.Step
+	if sc == nil {
+		steps = s.defaultSteps(id)
+	} else {
 		steps = sc.Steps
 	}
 	skipWorking := s.opts.Faults.Has(FaultIllegalTransition) && onlyTerminal(steps) ||
@@ -394,14 +396,57 @@ func onlyTerminal(steps []scenario.Step) bool {
 	return true
 }
 
-// defaultSteps is the echo agent: one agent message repeating the input, then COMPLETED.
-func (s *Server) defaultSteps(text string) []scenario.Step {
+// defaultSteps is the echo agent of task id: one agent message repeating
+// the input, then COMPLETED; the variants change it as their comments in
+// options.go say.
+func (s *Server) defaultSteps(id string) []scenario.Step {
+	text := s.taskInput(id)
 	steps := defaultSteps(text)
 	if s.opts.Variants.Has(VariantChattyAgent) {
 		chatty := []scenario.Step{{Op: scenario.OpEmit, Count: 60, Text: "chatty: " + text}}
 		steps = append(chatty, steps...)
 	}
+	if s.opts.Variants.Has(VariantNoScenarioHook) {
+		// Keeps its reply as an artifact of the task, before it ends (the
+		// Outcome lists it).
+		last := len(steps) - 1
+		reply := scenario.Step{Op: scenario.OpArtifact, Kind: "log", MimeType: "text/plain", Content: "echo: " + text, Name: AgentReplyArtifactName}
+		steps = append(steps[:last:last], reply, steps[last])
+	}
+	if s.opts.Variants.Has(VariantSlowAgent) {
+		work := scenario.Step{Op: scenario.OpWork, MS: int(SlowAgentWork / time.Millisecond)}
+		if !s.taskHasText(id) {
+			// Nothing to work on: the agent gives up, as agents built for
+			// text do.
+			return []scenario.Step{work, {Op: scenario.OpFail, Code: SlowAgentNoTextCode, Message: "the task's input holds no text to work on"}}
+		}
+		steps = append([]scenario.Step{work}, steps...)
+	}
 	return steps
+}
+
+// taskHasText reports whether task id's input holds text that is not
+// blank, whatever its visibility: a text part of a message, or the text
+// member of a structured payload.
+func (s *Server) taskHasText(id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.st.tasks.get(id)
+	if !ok {
+		return false
+	}
+	m, _ := t.Input.(map[string]any)
+	if parts, ok := m["parts"].([]any); ok {
+		for _, p := range parts {
+			pm, _ := p.(map[string]any)
+			if txt, ok := pm["text"].(string); ok && pm["type"] == "text" && strings.TrimSpace(txt) != "" {
+				return true
+			}
+		}
+		return false
+	}
+	txt, _ := m["text"].(string)
+	return strings.TrimSpace(txt) != ""
 }
 
 func defaultSteps(text string) []scenario.Step {

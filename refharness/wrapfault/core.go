@@ -187,6 +187,22 @@ func init() {
 			}), nil
 		},
 
+		// A Core server that offers no artifact registration (an Extended
+		// write): POST /v1/artifacts is an unknown route. Artifact reads
+		// are untouched.
+		"no-artifact-registration": func(next http.Handler, env Env) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts" {
+					env.Used()
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					io.WriteString(w, `{"error":{"code":"resource_not_found","type":"not_found_error","message":"no route POST /v1/artifacts"}}`)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		},
+
 		// Readings of the spec the reference Harness does not take but a
 		// reasonable implementer could; each calls env.Used when it changes
 		// an answer.
