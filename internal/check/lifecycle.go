@@ -310,6 +310,18 @@ func Refused(resp *client.Response, statuses []int, codes ...string) error {
 	return nil
 }
 
+// CancelRefusal judges a cancel the target did not answer 200 (CORE-CANCEL-001):
+// a refusal is right only for a task that had already ended, and then with
+// 400 or 409. after is the task's status read after the answer: a task still
+// not terminal then was running when its cancel was refused. (An unknown
+// status is the task read checks' to judge.)
+func CancelRefusal(resp *client.Response, after string) error {
+	if KnownStatus(after) && !Terminal(after) {
+		return fmt.Errorf("%s: the cancel was refused, but the task read %s after it, so it was running: a cancel of a running task answers 200 with the Task", resp, after)
+	}
+	return Refused(resp, []int{400, 409})
+}
+
 // Unchanged checks that the named fields of a resource read before and
 // after an operation are equal (absent and null count as the same).
 func Unchanged(where string, before, after map[string]any, fields ...string) error {
