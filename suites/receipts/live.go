@@ -121,7 +121,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 			}
 		}
 		if failedTasks == 0 {
-			suite.NothingToCheck("RCPT-SHAPE-008", "no task of the run failed, so no failure could be looked for in a receipt", suite.RemedyScenarios)
+			suite.NothingToCheck("RCPT-SHAPE-008", "no task of the run failed, so no failure could be looked for in a receipt", suite.RemedyFailed)
 		}
 		var missing []string
 		for _, st := range []string{check.Completed, check.Failed, check.Canceled} {
@@ -130,8 +130,16 @@ var _ = Describe("Receipts of finished tasks", func() {
 			}
 		}
 		if len(missing) > 0 {
-			suite.NothingToCheck("RCPT-SHAPE-005", fmt.Sprintf("the run has no receipt of a %s task, so the final_state of those was not checked", strings.Join(missing, " or ")), suite.RemedyScenarios)
+			remedy := suite.RemedyScenarios
+			switch {
+			case !slices.Contains(missing, check.Canceled):
+				remedy = suite.RemedyFailed
+			case !slices.Contains(missing, check.Failed):
+				remedy = suite.RemedyRunning
+			}
+			suite.NothingToCheck("RCPT-SHAPE-005", fmt.Sprintf("the run has no receipt of a %s task, so the final_state of those was not checked", strings.Join(missing, " or ")), remedy)
 		}
+		r.sources("RCPT-SHAPE-005", "RCPT-SHAPE-008")
 	})
 
 	It("stores a receipt hash that recomputes byte for byte", suite.Req("RCPT-HASH-001", "RCPT-HASH-002"), func(ctx SpecContext) {
@@ -349,6 +357,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 			suite.NothingToCheck("RCPT-REF-003", "no event of the run's tasks or session carries a receipt_id, so no Event reference could be followed",
 				"set receipt_id on the events that a receipt vouches for, e.g. the terminal task event and receipt.issued (the Receipts level's receipt references from Events)")
 		}
+		r.sources("RCPT-REF-004")
 		switch {
 		case outcomeLists == 0 && digests == 0:
 			suite.NothingToCheck("RCPT-REF-004", "no task of the run produced an artifact (no Outcome lists one and no receipt names a final artifact), so no artifact reference could be checked",
