@@ -139,15 +139,17 @@ var faultPools = map[string]*faultPool{
 	"core": {levels: "core", rows: mustRows([][]faultCase{coreFaults, restFaults, streamFaults}, restWrapFaults, streamWrapFaults),
 		// CORE-READ-004 and CORE-SSE-001 gate most reads and every stream.
 		alone: []string{string(refharness.FaultLowercaseStatus), string(refharness.FaultSSEWrongContentType)}},
-	"core-hookless": {levels: "core", variants: noHook, rows: mustRows([][]faultCase{hooklessFaults}),
+	"core-hookless": {levels: "core", variants: noHook, rows: mustRows([][]faultCase{hooklessFaults}, hooklessWrapFaults),
 		alone: []string{string(refharness.FaultLowercaseStatus)}},
-	"core-should":     {levels: "core", rows: shouldRows(restShouldFaults, restWrapShouldFaults, streamWrapShouldFaults)},
-	"receipts":        {levels: "receipts", rows: mustRows([][]faultCase{receiptFaults}, receiptWrapFaults)},
-	"receipts-should": {levels: "receipts", rows: shouldRows(receiptShouldFaults, receiptWrapShouldFaults)},
-	"extended":        {levels: "extended", rows: mustRows(extendedFaultTables, extWSWrapFaults)},
-	"extended-should": {levels: "extended", rows: shouldRows(extendedShouldFaults)},
-	"replay":          {levels: "replay", rows: mustRows([][]faultCase{replayFaults})},
-	"replay-should":   {levels: "replay", rows: shouldRows(replayShouldFaults)},
+	"core-hookless-slow":     {levels: "core", variants: noHookSlow, rows: mustRows([][]faultCase{slowHooklessFaults}, slowHooklessWrapFaults)},
+	"receipts-hookless-slow": {levels: "receipts", variants: noHookSlow, rows: mustRows([][]faultCase{receiptHooklessFaults})},
+	"core-should":            {levels: "core", rows: shouldRows(restShouldFaults, restWrapShouldFaults, streamWrapShouldFaults)},
+	"receipts":               {levels: "receipts", rows: mustRows([][]faultCase{receiptFaults}, receiptWrapFaults)},
+	"receipts-should":        {levels: "receipts", rows: shouldRows(receiptShouldFaults, receiptWrapShouldFaults)},
+	"extended":               {levels: "extended", rows: mustRows(extendedFaultTables, extWSWrapFaults)},
+	"extended-should":        {levels: "extended", rows: shouldRows(extendedShouldFaults)},
+	"replay":                 {levels: "replay", rows: mustRows([][]faultCase{replayFaults})},
+	"replay-should":          {levels: "replay", rows: shouldRows(replayShouldFaults)},
 }
 
 func pool(name string) *faultPool {
@@ -440,12 +442,13 @@ func assertFaultRow(t *testing.T, name string, tc faultCase) {
 func assertWrapRow(t *testing.T, name string, tc wrapFault) {
 	t.Helper()
 	p := pool(name)
+	spec := targetSpec{Wrap: tc.Name, Variants: p.variants}
 	if !grouped(t) || len(p.g.of["wrap:"+tc.Name]) == 0 {
-		assertCaught(t, tc.Name, wrapped(tc.Name), p.levels, tc.Fails, tc.Tolerated)
+		assertCaught(t, tc.Name, spec, p.levels, tc.Fails, tc.Tolerated)
 		return
 	}
 	p.assertRuns(t, "wrap:"+tc.Name, mustFail(tc.Fails), func() {
-		assertCaught(t, tc.Name+" alone", wrapped(tc.Name), p.levels, tc.Fails, tc.Tolerated)
+		assertCaught(t, tc.Name+" alone", spec, p.levels, tc.Fails, tc.Tolerated)
 	})
 }
 
@@ -484,12 +487,13 @@ func assertShouldRow(t *testing.T, name string, tc shouldRow) {
 func assertWrapShouldRow(t *testing.T, name string, tc wrapShouldRow) {
 	t.Helper()
 	p := pool(name)
+	spec := targetSpec{Wrap: tc.Name, Variants: p.variants}
 	if !grouped(t) || len(p.g.of["wrap:"+tc.Name]) == 0 {
-		assertWarnsOnly(t, tc.Name, wrapped(tc.Name), p.levels, tc.Warns)
+		assertWarnsOnly(t, tc.Name, spec, p.levels, tc.Warns)
 		return
 	}
 	p.assertRuns(t, "wrap:"+tc.Name, mustWarn(tc.Warns), func() {
-		assertWarnsOnly(t, tc.Name+" alone", wrapped(tc.Name), p.levels, tc.Warns)
+		assertWarnsOnly(t, tc.Name+" alone", spec, p.levels, tc.Warns)
 	})
 }
 

@@ -49,6 +49,65 @@ var hooklessFaults = []faultCase{
 	{Fault: refharness.FaultIdempotencyByteCompare, Fails: []string{"CORE-IDEM-001"}},
 	{Fault: refharness.FaultAuthOnlyOnTasks, Fails: []string{"CORE-AUTH-001"}},
 	{Fault: refharness.FaultVersionOnlyOnTasks, Fails: []string{"CORE-VER-001"}},
+	// The artifact checks read the artifact the target's own agent keeps
+	// (docs/interpretations.md#evidence-sources).
+	{Fault: refharness.FaultArtifactSHAPrefixed, Fails: []string{"CORE-READ-007"}},
+}
+
+// hooklessWrapFaults break, from outside, what a target without the hook
+// shows of its own: the bytes its agent's artifact is served with.
+var hooklessWrapFaults = []wrapFault{
+	{Name: "content-not-matching-sha256", Fails: []string{"CORE-READ-013"}},
+}
+
+// noHookSlow is a target without the hook whose agent takes a second over
+// a plain task and fails one with no text: the run catches its own tasks
+// running, canceled and failed.
+var noHookSlow = []refharness.Variant{refharness.VariantNoScenarioHook, refharness.VariantSlowAgent}
+
+// slowHooklessFaults are caught on such a target by the checks that need a
+// task in a state, judging the target's own tasks caught in it.
+var slowHooklessFaults = []faultCase{
+	{Fault: refharness.FaultCompletedAfterCancel, Fails: []string{"CORE-CANCEL-001"}},
+	{Fault: refharness.FaultCanceledHasCompletedAt, Fails: []string{"CORE-CANCEL-003"}},
+	{Fault: refharness.FaultTerminalTaskMutable, Fails: []string{"CORE-CANCEL-002"}},
+}
+
+// slowHooklessWrapFaults: a cancel of a plain task that still runs is
+// refused (a refusal is right only for a task that had ended).
+var slowHooklessWrapFaults = []wrapFault{
+	{Name: "cancel-refused-while-running", Fails: []string{"CORE-CANCEL-001"}},
+}
+
+func TestHooklessWrappedFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range hooklessWrapFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			assertWrapRow(t, "core-hookless", tc)
+		})
+	}
+}
+
+func TestSlowHooklessFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range slowHooklessFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertFaultRow(t, "core-hookless-slow", tc)
+		})
+	}
+	for _, tc := range slowHooklessWrapFaults {
+		t.Run(tc.Name, func(t *testing.T) {
+			assertWrapRow(t, "core-hookless-slow", tc)
+		})
+	}
 }
 
 func TestHooklessFaultsCaught(t *testing.T) {
@@ -173,7 +232,7 @@ var noTargetFault = map[string]bool{
 // proves nothing.
 func TestEveryFaultHasARow(t *testing.T) {
 	rowed := map[refharness.Fault]bool{}
-	for _, rows := range append([][]faultCase{coreFaults, hooklessFaults, restFaults, streamFaults, receiptFaults, replayFaults}, extendedFaultTables...) {
+	for _, rows := range append([][]faultCase{coreFaults, hooklessFaults, slowHooklessFaults, restFaults, streamFaults, receiptFaults, receiptHooklessFaults, replayFaults}, extendedFaultTables...) {
 		for _, r := range rows {
 			rowed[r.Fault] = true
 		}

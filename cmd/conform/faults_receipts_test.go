@@ -51,6 +51,28 @@ var receiptFaults = []faultCase{
 	{Fault: refharness.FaultReceiptIDMismatch, Fails: []string{"RCPT-SHAPE-006"}, Tolerated: []string{"RCPT-RES-001", "RCPT-VERIFY-001", "RCPT-VERIFY-002"}},
 }
 
+// receiptHooklessFaults are caught on a target without the hook whose
+// agent takes a second over a plain task (noHookSlow): the run's receipts
+// are of the target's own tasks, one canceled while it ran, one failed,
+// and its artifact is the one the agent keeps.
+var receiptHooklessFaults = []faultCase{
+	{Fault: refharness.FaultReceiptWrongState, Fails: []string{"RCPT-SHAPE-005"}},
+	{Fault: refharness.FaultReceiptDropsArtifacts, Fails: []string{"RCPT-REF-004"}},
+}
+
+func TestReceiptHooklessFaultsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite once per fault")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	for _, tc := range receiptHooklessFaults {
+		t.Run(string(tc.Fault), func(t *testing.T) {
+			assertFaultRow(t, "receipts-hookless-slow", tc)
+		})
+	}
+}
+
 func TestReceiptFaultsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the suite once per fault")

@@ -166,7 +166,12 @@ var restWrapVariants = []string{
 	"param-json-pointer",  // error.param as a JSON Pointer
 	"utc-spellings",       // UTC spelled +00:00 and with lower-case t and z
 	"no-workspace-create", // clients may not create workspaces; one exists already
+	noRegistrationWrap,    // no artifact registration (Extended): Core reads the artifacts the run makes by other means
 }
+
+// noRegistrationWrap answers 404 to POST /v1/artifacts: a Core server
+// without artifact registration, which is Extended.
+const noRegistrationWrap = "no-artifact-registration"
 
 func TestRESTWrappedVariantsPass(t *testing.T) {
 	if testing.Short() {

@@ -280,6 +280,11 @@ func unusedProofs() []string {
 var proofPlan = map[string]func() []proofJob{
 	"TestCoreFaultsCaught":            func() []proofJob { return poolJobs("core", faultsOf(coreFaults)) },
 	"TestHooklessFaultsCaught":        func() []proofJob { return poolJobs("core-hookless", faultsOf(hooklessFaults)) },
+	"TestHooklessWrappedFaultsCaught": func() []proofJob { return poolJobs("core-hookless", wrapsOf(hooklessWrapFaults)) },
+	"TestSlowHooklessFaultsCaught": func() []proofJob {
+		return poolJobs("core-hookless-slow", append(faultsOf(slowHooklessFaults), wrapsOf(slowHooklessWrapFaults)...))
+	},
+	"TestReceiptHooklessFaultsCaught": func() []proofJob { return poolJobs("receipts-hookless-slow", faultsOf(receiptHooklessFaults)) },
 	"TestRESTFaultsCaught":            func() []proofJob { return poolJobs("core", faultsOf(restFaults)) },
 	"TestRESTShouldFaultsWarn":        func() []proofJob { return poolJobs("core-should", shouldFaultsOf(restShouldFaults)) },
 	"TestRESTVariantsPass":            func() []proofJob { return variantJobs(restVariants, "core") },
@@ -324,7 +329,13 @@ var proofPlan = map[string]func() []proofJob{
 		return wrapJobs([]string{"receipt-policy-optional"}, "receipts")
 	},
 	"TestThirdPartyStyleRun": func() []proofJob {
-		return []proofJob{{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "core,receipts"}}
+		return []proofJob{{spec: targetSpec{Variants: noHook}, levels: "core,receipts"}, {spec: targetSpec{Variants: noHookSlow}, levels: "core,receipts"}}
+	},
+	"TestCoreReadsWithoutArtifactRegistration": func() []proofJob {
+		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noRegistrationWrap}, levels: "core"}}
+	},
+	"TestSlowAgentConformant": func() []proofJob {
+		return []proofJob{{spec: variantSpec(refharness.VariantSlowAgent), levels: "core"}}
 	},
 	"TestChattyAgentConformant": func() []proofJob {
 		return []proofJob{{spec: variantSpec(refharness.VariantChattyAgent), levels: "core"}}
@@ -339,15 +350,15 @@ var proofPlan = map[string]func() []proofJob{
 // which is the order they start in as parallel tests and so collect their
 // runs in: the pool works on the runs the waiting tests need first.
 var planOrder = []string{
-	"TestHooklessFaultsCaught", "TestCoreFaultsCaught", // faults_core_test.go
-	"TestReceiptFaultsCaught", "TestReceiptWrappedFaultsCaught", "TestReceiptShouldFaultsWarn", "TestReceiptVariantsPass",
+	"TestHooklessWrappedFaultsCaught", "TestSlowHooklessFaultsCaught", "TestHooklessFaultsCaught", "TestCoreFaultsCaught", // faults_core_test.go
+	"TestReceiptHooklessFaultsCaught", "TestReceiptFaultsCaught", "TestReceiptWrappedFaultsCaught", "TestReceiptShouldFaultsWarn", "TestReceiptVariantsPass",
 	"TestReceiptWrappedVariantsPass", "TestReceiptWrappedShouldFaultsWarn", "TestReceiptNothingToCheckIsUnverified",
 	"TestReceiptSigningVariantsConformant", "TestReceiptPolicyOptional", // faults_receipts_test.go
 	"TestRESTFaultsCaught", "TestRESTShouldFaultsWarn", "TestRESTVariantsPass", "TestRESTWrappedFaultsCaught",
 	"TestRESTWrappedShouldFaultsWarn", "TestRESTWrappedVariantsPass", // faults_rest_test.go
 	"TestStreamFaultsCaught", "TestStreamVariantsPass", "TestStreamWrappedFaultsCaught", "TestStreamWrappedShouldFaultsWarn",
-	"TestStreamReadingsPass",                                                    // faults_stream_test.go
-	"TestThirdPartyStyleRun", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
+	"TestStreamReadingsPass",                                                                                                                           // faults_stream_test.go
+	"TestThirdPartyStyleRun", "TestCoreReadsWithoutArtifactRegistration", "TestSlowAgentConformant", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
 }
 
 // planProofs adds a proof test's runs to the plan, after those above: a

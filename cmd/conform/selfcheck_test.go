@@ -526,9 +526,21 @@ func messages(r *reports.Report, ids []string) string {
 // that exists.
 func TestEveryWrapHasARow(t *testing.T) {
 	used := map[string]int{"receipt-policy-optional": 1, "keeps-waiting": 1} // TestReceiptPolicyOptional, TestDurabilityRecoveredAsWaiting
-	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults, extWSWrapFaults} {
+	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults, extWSWrapFaults, slowHooklessWrapFaults} {
 		for _, r := range rows {
 			used[r.Name]++
+		}
+	}
+	// The same middleware in front of a harness without the hook is
+	// another target, not a second row for the same one: it need only
+	// exist.
+	again := []string{noRegistrationWrap}
+	for _, r := range hooklessWrapFaults {
+		again = append(again, r.Name)
+	}
+	for _, n := range again {
+		if !slices.Contains(wrapfault.Names(), n) {
+			t.Errorf("a hookless row names wrapfault %s, which does not exist", n)
 		}
 	}
 	for _, r := range restWrapShouldFaults {

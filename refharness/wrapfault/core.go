@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/harn-conform/conform/refharness"
 )
 
 // Core REST and stream behaviour. The rows that use these (and say what
@@ -184,6 +186,29 @@ func init() {
 					return
 				}
 				next.ServeHTTP(w, r)
+			}), nil
+		},
+
+		// A cancel of a task that has not ended is refused (409 conflict),
+		// as if it were terminal: CORE-CANCEL-001, seen without the hook
+		// when a plain task is still running at its cancel.
+		"cancel-refused-while-running": func(next http.Handler, env Env) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id, ok := strings.CutPrefix(r.URL.Path, "/v1/tasks/")
+				if id, ok = strings.CutSuffix(id, "/cancel"); !ok || r.Method != http.MethodPost || strings.Contains(id, "/") {
+					next.ServeHTTP(w, r)
+					return
+				}
+				rec := setupRequest(next, env, http.MethodGet, "/v1/tasks/"+id, "")
+				var task struct{ Status string }
+				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &task) != nil || refharness.Terminal(task.Status) {
+					next.ServeHTTP(w, r)
+					return
+				}
+				env.Used()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				io.WriteString(w, `{"error":{"code":"conflict","type":"conflict_error","message":"the task cannot be canceled now"}}`)
 			}), nil
 		},
 
