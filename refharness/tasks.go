@@ -387,9 +387,11 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 	s.step(ctx, id, scenario.Step{Op: scenario.OpComplete, Summary: "scenario completed"}, rn)
 }
 
+// onlyTerminal reports whether steps only put out messages and artifacts
+// and end: the tasks FaultIllegalTransition moves without WORKING.
 func onlyTerminal(steps []scenario.Step) bool {
 	for _, st := range steps {
-		if st.Op != scenario.OpEmit && !st.Terminal() {
+		if st.Op != scenario.OpEmit && st.Op != scenario.OpArtifact && !st.Terminal() {
 			return false
 		}
 	}
@@ -762,6 +764,10 @@ func (s *Server) produceArtifact(ctx context.Context, id string, st scenario.Ste
 	content := []byte(st.Content)
 	s.mu.Lock()
 	t, ok := s.st.tasks.get(id)
+	if ok && Terminal(t.Status) && s.opts.Faults.Has(FaultCompletedAfterCancel) {
+		s.mu.Unlock()
+		return true // the bug, as in emit: keep going after cancel
+	}
 	if !ok || Terminal(t.Status) || ctx.Err() != nil {
 		s.mu.Unlock()
 		return false
