@@ -182,8 +182,9 @@ func TestReceiptVariantsPass(t *testing.T) {
 // front of it by a middleware (package wrapfault, by name): the Receipts
 // level must stay clean.
 var receiptWrapVariants = []string{
-	// Without the scenario contract the run is two tasks of the target's own
-	// agent, and the canary checks skip.
+	// Without the scenario contract the run is the target's own agent's
+	// tasks (a plain one, one canceled at once, an empty prompt), and the
+	// canary checks skip.
 	"no-scenario-contract",
 	// Without the verify extension no tampered copy is sent.
 	"no-verify-extension",
@@ -248,10 +249,12 @@ var receiptUnverifiedRows = []struct {
 	// protocol does not define them), without the conform extension: the
 	// invalid direction cannot be asked for, so it is not verified.
 	{Name: "verify-ignores-request", Target: wrapped("verify-ignores-request"), Unverified: []string{"RCPT-VERIFY-002"}},
-	// Without the hook: no canary secret, no failed or canceled task, no
-	// artifact. (The same run as TestReceiptVariantsPass/no-scenario-hook.)
+	// Without the hook: no canary secret and no failed task (the agent
+	// answers an empty prompt), so no receipt of each end. The agent keeps
+	// its reply as an artifact, so RCPT-REF-004 is checked on it. (The same
+	// run as TestReceiptVariantsPass/no-scenario-hook.)
 	{Name: "no-scenario-hook", Target: targetSpec{Variants: []refharness.Variant{refharness.VariantNoScenarioHook}},
-		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
+		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}},
 }
 
 func TestReceiptNothingToCheckIsUnverified(t *testing.T) {

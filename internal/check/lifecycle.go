@@ -256,6 +256,19 @@ func StaysCanceled(where string, statuses []string) error {
 	return nil
 }
 
+// CanceledAfterEnd checks a task's announced states (in order) for a cancel
+// that moved an already finished task: CANCELED right after COMPLETED or
+// FAILED (CORE-CANCEL-002).
+func CanceledAfterEnd(where string, cs []Change) error {
+	for i := 1; i < len(cs); i++ {
+		if cs[i].To == Canceled && (cs[i-1].To == Completed || cs[i-1].To == Failed) {
+			return fmt.Errorf("%s: the task was %s and a cancel then moved it to CANCELED (event %s); a terminal task must stay as it is",
+				where, cs[i-1].To, cs[i])
+		}
+	}
+	return nil
+}
+
 // ChangeStatuses lists the statuses the changes announce, in order.
 func ChangeStatuses(cs []Change) []string {
 	out := make([]string, len(cs))

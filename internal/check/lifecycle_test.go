@@ -208,6 +208,26 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+func TestCanceledAfterEnd(t *testing.T) {
+	ch := func(to ...string) []Change {
+		var cs []Change
+		for i, s := range to {
+			cs = append(cs, Change{EventID: fmt.Sprint(i), Kind: "task.x", To: s})
+		}
+		return cs
+	}
+	for _, ok := range [][]Change{ch(Submitted, Working, Canceled), ch(Submitted, Canceled), ch(Submitted, Working, Completed), nil} {
+		if err := CanceledAfterEnd("x", ok); err != nil {
+			t.Errorf("CanceledAfterEnd(%v) = %v", ok, err)
+		}
+	}
+	for _, bad := range [][]Change{ch(Submitted, Working, Completed, Canceled), ch(Submitted, Failed, Canceled)} {
+		if err := CanceledAfterEnd("x", bad); err == nil || !strings.Contains(err.Error(), "a cancel then moved it to CANCELED") {
+			t.Errorf("CanceledAfterEnd(%v) = %v, want the move named", bad, err)
+		}
+	}
+}
+
 func TestCancelRefusal(t *testing.T) {
 	env := `{"error":{"code":"%s","message":"m","type":"conflict_error"}}`
 	for _, tc := range []struct {

@@ -326,7 +326,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 					}
 				}
 			}
-			evs, err := readEvents(ctx, "RCPT-REF-003", "/v1/tasks/"+client.Seg(f.id)+"/events")
+			evs, err := readEvents(ctx, "/v1/tasks/"+client.Seg(f.id)+"/events", "RCPT-REF-003")
 			if err != nil {
 				suite.NothingToCheck("RCPT-REF-003", fmt.Sprintf("the events of task %s could not be read, so their receipt_ids were not followed: %v", f.id, err), remedySetup)
 			}
@@ -336,7 +336,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 				}
 			}
 		}
-		evs, err := readEvents(ctx, "RCPT-REF-003", "/v1/sessions/"+client.Seg(r.session)+"/events")
+		evs, err := readEvents(ctx, "/v1/sessions/"+client.Seg(r.session)+"/events", "RCPT-REF-003")
 		if err != nil {
 			suite.NothingToCheck("RCPT-REF-003", fmt.Sprintf("the session's events could not be read, so their receipt_ids were not followed: %v", err), remedySetup)
 		}
@@ -370,7 +370,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 
 	It("names the receipt in every receipt event it emits", suite.Req("RCPT-EVENT-002"), func(ctx SpecContext) {
 		res := newResolver()
-		evs, err := readEvents(ctx, "RCPT-EVENT-002", "/v1/sessions/"+client.Seg(r.session)+"/events")
+		evs, err := readEvents(ctx, "/v1/sessions/"+client.Seg(r.session)+"/events", "RCPT-EVENT-002")
 		if err != nil {
 			suite.Unverified(fmt.Sprintf("the session's events could not be read, so no receipt event was looked at: %v", err), remedySetup)
 		}
@@ -628,13 +628,14 @@ func readJSON(ctx context.Context, req, path string, q url.Values) (map[string]a
 
 // readEvents reads an event list, following at most 20 pages. An error
 // says why the list (or a later page) could not be read: a Core finding,
-// so callers record that they had nothing to check rather than blame req.
-func readEvents(ctx context.Context, req, path string) ([]map[string]any, error) {
+// so callers record that they had nothing to check rather than blame reqs
+// (which a transport failure gives an error verdict).
+func readEvents(ctx context.Context, path string, reqs ...string) ([]map[string]any, error) {
 	GinkgoHelper()
 	var out []map[string]any
 	q := url.Values{"limit": {"200"}}
 	for page := 0; page < 20; page++ {
-		resp := do(ctx, client.Request{Path: path, Query: q}, req)
+		resp := do(ctx, client.Request{Path: path, Query: q}, reqs...)
 		if err := check.Status(resp, http.StatusOK); err != nil {
 			return out, err
 		}
