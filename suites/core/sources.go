@@ -170,9 +170,18 @@ func artifactFor(ctx context.Context, req string) (string, url.Values) {
 	}
 	var first *candidate // the first artifact seen, with bytes or not
 	var tried []string
-	// take picks an artifact with bytes from items (first one of any kind
-	// otherwise, kept as the fallback) and says whether it found one with
-	// bytes.
+	// keep remembers the first artifact of items as the fallback, if
+	// there is none yet.
+	keep := func(items []map[string]any, filter url.Values, src evidence.Source) {
+		for _, a := range items {
+			if idOf(a) != "" && first == nil {
+				src.Object = "artifact " + idOf(a)
+				first = &candidate{idOf(a), filter, src}
+			}
+		}
+	}
+	// take picks an artifact with bytes from items and says whether it
+	// found one; otherwise it keeps the first of any kind as the fallback.
 	take := func(items []map[string]any, filter url.Values, src evidence.Source) (candidate, bool) {
 		for _, a := range items {
 			if idOf(a) != "" && check.ArtifactWithBytes(a) {
@@ -180,12 +189,7 @@ func artifactFor(ctx context.Context, req string) (string, url.Values) {
 				return candidate{idOf(a), filter, src}, true
 			}
 		}
-		for _, a := range items {
-			if idOf(a) != "" && first == nil {
-				src.Object = "artifact " + idOf(a)
-				first = &candidate{idOf(a), filter, src}
-			}
-		}
+		keep(items, filter, src)
 		return candidate{}, false
 	}
 	use := func(c candidate) (string, url.Values) {
@@ -202,36 +206,46 @@ func artifactFor(ctx context.Context, req string) (string, url.Values) {
 	if _, final, ended := awaitEnd(ctx, req, task); !ended {
 		tried = append(tried, fmt.Sprintf("the plain task %s did not end within --task-timeout", task))
 	} else {
-		var items []map[string]any
+		src := evidence.Source{Kind: evidence.SourceRun, How: "an artifact of a plain task the spec submitted (task " + task + ": GET /v1/artifacts?task_id= and its Outcome's artifacts)"}
+		filter := url.Values{"task_id": {task}}
+		listed, _, _ := listAll(ctx, req, "/v1/artifacts", filter)
+		if c, ok := take(listed, filter, src); ok {
+			return use(c)
+		}
+		n := len(listed)
 		if oid, _ := final["outcome_id"].(string); oid != "" {
 			resp := suite.Do(ctx, client.Request{Path: "/v1/outcomes/" + client.Seg(oid)}, req)
 			observe(resp)
 			if o, err := resp.Object(); err == nil && resp.Status == http.StatusOK {
 				arts, _ := o["artifacts"].([]any)
 				for _, a := range arts {
-					if m, ok := a.(map[string]any); ok {
-						items = append(items, m)
+					m, _ := a.(map[string]any)
+					// An artifact the Outcome lists need not be the
+					// task's own: then it is looked for in the whole list.
+					f := url.Values{}
+					if m["task_id"] == task {
+						f = filter
 					}
+					if c, ok := take([]map[string]any{m}, f, src); ok {
+						return use(c)
+					}
+					n++
 				}
 			}
 		}
-		filter := url.Values{"task_id": {task}}
-		listed, _, _ := listAll(ctx, req, "/v1/artifacts", filter)
-		items = append(items, listed...)
-		src := evidence.Source{Kind: evidence.SourceRun, How: "an artifact of a plain task the spec submitted (task " + task + ": its Outcome's artifacts and GET /v1/artifacts?task_id=)"}
-		if c, ok := take(items, filter, src); ok {
-			return use(c)
-		}
-		tried = append(tried, fmt.Sprintf("the plain task %s kept no artifact with a sha256 (%d without)", task, len(items)))
+		tried = append(tried, fmt.Sprintf("the plain task %s kept no artifact with a sha256 (%d without)", task, n))
 	}
 
-	// 2. What the target lists already.
+	// 2. What the target lists already: whatever earlier specs or other
+	// clients left, so only one whose bytes are served counts as one with
+	// bytes (a registered artifact may have a sha256 and no content yet).
 	listed, _, _ := listPages(ctx, req, "/v1/artifacts", nil, 3)
-	src := evidence.Source{Kind: evidence.SourceTarget, How: "an artifact the target lists (GET /v1/artifacts)"}
-	if c, ok := take(listed, url.Values{}, src); ok {
+	src := evidence.Source{Kind: evidence.SourceTarget, How: "an artifact the target lists (GET /v1/artifacts) whose bytes it serves"}
+	if c, ok := take(servedBytes(ctx, req, listed), url.Values{}, src); ok {
 		return use(c)
 	}
-	tried = append(tried, fmt.Sprintf("GET /v1/artifacts lists no artifact with a sha256 in its first pages (%d without)", len(listed)))
+	keep(listed, url.Values{}, src)
+	tried = append(tried, fmt.Sprintf("GET /v1/artifacts lists no artifact with a sha256 whose bytes it serves in its first pages (%d listed)", len(listed)))
 
 	// 3. The hook's artifact step.
 	if suite.Env().Discovery.Scenarios() != "" {
@@ -301,4 +315,29 @@ func (f *flow) workingPlain(ctx context.Context) (string, string) {
 		tries = append(tries, fmt.Sprintf("task %s was not read WORKING (%s)", id, seqOf(f.reads[id])))
 	}
 	return "", "no plain task was read WORKING: " + strings.Join(tries, "; ")
+}
+
+// maxContentProbes bounds how many listed artifacts the artifact spec asks
+// for bytes.
+const maxContentProbes = 5
+
+// servedBytes returns the first of items with a sha256 whose content the
+// target serves (GET /v1/artifacts/{id}/content answers 200), asking for at
+// most maxContentProbes of them; nil when none does.
+func servedBytes(ctx context.Context, req string, items []map[string]any) []map[string]any {
+	GinkgoHelper()
+	probes := 0
+	for _, a := range items {
+		if idOf(a) == "" || !check.ArtifactWithBytes(a) {
+			continue
+		}
+		if probes++; probes > maxContentProbes {
+			return nil
+		}
+		resp := suite.Do(ctx, client.Request{Path: "/v1/artifacts/" + client.Seg(idOf(a)) + "/content"}, req)
+		if resp.Status == http.StatusOK {
+			return []map[string]any{a}
+		}
+	}
+	return nil
 }
