@@ -170,8 +170,12 @@ var restWrapVariants = []string{
 }
 
 // noRegistrationWrap answers 404 to POST /v1/artifacts: a Core server
-// without artifact registration, which is Extended.
-const noRegistrationWrap = "no-artifact-registration"
+// without artifact registration, which is Extended. noArtifactsWrap also
+// hides every artifact the harness has (lists, Outcomes).
+const (
+	noRegistrationWrap = "no-artifact-registration"
+	noArtifactsWrap    = "no-artifacts-shown"
+)
 
 func TestRESTWrappedVariantsPass(t *testing.T) {
 	if testing.Short() {

@@ -334,6 +334,9 @@ var proofPlan = map[string]func() []proofJob{
 	"TestCoreReadsWithoutArtifactRegistration": func() []proofJob {
 		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noRegistrationWrap}, levels: "core"}}
 	},
+	"TestCoreWithoutArtifacts": func() []proofJob {
+		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noArtifactsWrap}, levels: "core"}}
+	},
 	"TestSlowAgentConformant": func() []proofJob {
 		return []proofJob{{spec: variantSpec(refharness.VariantSlowAgent), levels: "core"}}
 	},
@@ -357,8 +360,8 @@ var planOrder = []string{
 	"TestRESTFaultsCaught", "TestRESTShouldFaultsWarn", "TestRESTVariantsPass", "TestRESTWrappedFaultsCaught",
 	"TestRESTWrappedShouldFaultsWarn", "TestRESTWrappedVariantsPass", // faults_rest_test.go
 	"TestStreamFaultsCaught", "TestStreamVariantsPass", "TestStreamWrappedFaultsCaught", "TestStreamWrappedShouldFaultsWarn",
-	"TestStreamReadingsPass",                                                                                                                           // faults_stream_test.go
-	"TestThirdPartyStyleRun", "TestCoreReadsWithoutArtifactRegistration", "TestSlowAgentConformant", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
+	"TestStreamReadingsPass",                                                                                                                                                       // faults_stream_test.go
+	"TestThirdPartyStyleRun", "TestCoreReadsWithoutArtifactRegistration", "TestCoreWithoutArtifacts", "TestSlowAgentConformant", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
 }
 
 // planProofs adds a proof test's runs to the plan, after those above: a

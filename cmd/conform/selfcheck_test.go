@@ -525,7 +525,7 @@ func messages(r *reports.Report, ids []string) string {
 // Every wrapfault middleware is some row's target, and every row names one
 // that exists.
 func TestEveryWrapHasARow(t *testing.T) {
-	used := map[string]int{"receipt-policy-optional": 1, "keeps-waiting": 1} // TestReceiptPolicyOptional, TestDurabilityRecoveredAsWaiting
+	used := map[string]int{"receipt-policy-optional": 1, "keeps-waiting": 1, noArtifactsWrap: 1} // TestReceiptPolicyOptional, TestDurabilityRecoveredAsWaiting, TestCoreWithoutArtifacts
 	for _, rows := range [][]wrapFault{restWrapFaults, streamWrapFaults, receiptWrapFaults, extWSWrapFaults, slowHooklessWrapFaults} {
 		for _, r := range rows {
 			used[r.Name]++

@@ -167,6 +167,48 @@ func TestCoreReadsWithoutArtifactRegistration(t *testing.T) {
 	t.Error("no spec checks CORE-READ-013")
 }
 
+// A Core server without the hook that shows no Artifact at all (none
+// registered, listed or in an Outcome) is legal: only the artifact spec is
+// unverified, saying that Artifacts went unread, and the requirements it
+// shares with the other resources' reads are judged on those (their only
+// non-pass evidence is the artifact spec's).
+func TestCoreWithoutArtifacts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite")
+	}
+	startProofs(t)
+	t.Parallel() // collects its rows, in order, from the proof pool
+	_, r, used := proof(t, "no hook, no artifacts", targetSpec{Variants: noHook, Wrap: noArtifactsWrap}, "core")
+	if used == 0 {
+		t.Error("the middleware hid nothing: the run never met an artifact")
+	}
+	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
+		t.Errorf("a Core server that shows no artifact gets %v: %s", bad, messages(r, bad))
+	}
+	artifactSpec := ""
+	for _, sp := range r.Specs {
+		if slices.Contains(sp.Requirements, "CORE-READ-013") {
+			artifactSpec = sp.Name
+			if sp.Verdict != reports.Unverified || !strings.Contains(sp.Message, "Only Artifacts went unread") {
+				t.Errorf("%s: %s %q, want unverified naming Artifacts", sp.Name, sp.Verdict, sp.Message)
+			}
+		}
+	}
+	for _, q := range r.Requirements {
+		if !slices.Contains([]string{"CORE-READ-001", "CORE-READ-002", "CORE-READ-003", "CORE-ID-001", "CORE-ID-002", "CORE-READ-007", "CORE-READ-013"}, q.ID) {
+			continue
+		}
+		if q.Verdict != reports.Unverified {
+			t.Errorf("%s is %s, want unverified (Artifacts went unread)", q.ID, q.Verdict)
+		}
+		for _, e := range q.Evidence {
+			if e.Spec != artifactSpec {
+				t.Errorf("%s: spec %q also left it %s (%s); only the artifact spec may", q.ID, e.Spec, e.Verdict, e.Message)
+			}
+		}
+	}
+}
+
 // A slow agent (a second over a plain task; it fails a task with no text)
 // with the hook is as conformant as the reference Harness.
 func TestSlowAgentConformant(t *testing.T) {

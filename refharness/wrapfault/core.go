@@ -228,6 +228,40 @@ func init() {
 			}), nil
 		},
 
+		// A Core server that shows no Artifact at all: none registered
+		// (POST /v1/artifacts is an unknown route), none listed, none in
+		// an Outcome. Legal (Core requires reading the artifacts a server
+		// has, not having any).
+		"no-artifacts-shown": func(next http.Handler, env Env) (http.Handler, error) {
+			hide := rewritingFunc(func(r *http.Request, v any) {
+				if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/artifacts" {
+					if data, _ := m["data"].([]any); len(data) > 0 {
+						env.Used()
+					}
+					m["data"] = []any{}
+					if pg, ok := m["page"].(map[string]any); ok {
+						pg["has_more"], pg["next_cursor"] = false, nil
+					}
+				}
+				eachObject(v, "outcome", func(o map[string]any) {
+					if arts, _ := o["artifacts"].([]any); len(arts) > 0 {
+						env.Used()
+						o["artifacts"] = []any{}
+					}
+				})
+			})(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts" {
+					env.Used()
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					io.WriteString(w, `{"error":{"code":"resource_not_found","type":"not_found_error","message":"no route POST /v1/artifacts"}}`)
+					return
+				}
+				hide.ServeHTTP(w, r)
+			}), nil
+		},
+
 		// Readings of the spec the reference Harness does not take but a
 		// reasonable implementer could; each calls env.Used when it changes
 		// an answer.
