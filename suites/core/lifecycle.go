@@ -78,6 +78,7 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "input_required", "prompt": "conform: which file?"},
 				map[string]any{"op": "complete", "summary": "answered"},
 			})
+			fromHook("task "+id, "a task whose scenario asks for input")
 			f.driveTo(ctx, id, check.InputRequired)
 			f.verifyWaiting(ctx, id, check.InputRequired)
 			f.answer(ctx, id, "input", map[string]any{"type": "text", "text": "README.md", "visibility": "public"})
@@ -91,6 +92,7 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "auth_required", "reason": "conform: connect the account"},
 				map[string]any{"op": "complete"},
 			})
+			fromHook("task "+id, "a task whose scenario asks for authorization")
 			f.driveTo(ctx, id, check.AuthRequired)
 			f.verifyWaiting(ctx, id, check.AuthRequired)
 			f.answer(ctx, id, "tool_confirmation", map[string]any{"type": "json", "value": map[string]any{"decision": "approve"}, "visibility": "public"})
