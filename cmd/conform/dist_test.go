@@ -691,8 +691,10 @@ func TestDistReportAwk(t *testing.T) {
 }
 
 // The build script builds what the Dockerfile and the action ship: static,
-// -trimpath, stripped, version and commit stamped; the action's build step
-// puts it on GITHUB_PATH; a version that would break the ldflags is refused.
+// -trimpath, stripped, the commit stamped and the version the source's;
+// VERSION, which once stamped a version, is refused; the action's build
+// step stamps its ref when that is a commit and puts the binary on
+// GITHUB_PATH; a commit that would break the ldflags is refused.
 func TestDistBuildScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles conform with the release flags")
@@ -701,13 +703,13 @@ func TestDistBuildScripts(t *testing.T) {
 	root := repoRoot(t)
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "out", "conform")
-	code, log := runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v0.0.0-disttest", "COMMIT": "0123456789abcdef"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	code, log := runSh(t, tmp, ciEnv(map[string]string{"COMMIT": "0123456789abcdef"}), filepath.Join(root, ".ci", "build.sh"), bin)
 	if code != 0 {
 		t.Fatalf("build.sh: exit %d:\n%s", code, log)
 	}
 	v, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(v), "conform v0.0.0-disttest") || !strings.Contains(string(v), "0123456789abcdef") {
-		t.Errorf("conform version = %q (%v), want the stamped version and commit", v, err)
+	if want := "conform " + releaseVersion + " (commit 0123456789abcdef, "; err != nil || !strings.HasPrefix(string(v), want) || !strings.Contains(log, want) {
+		t.Errorf("conform version = %q (%v), build.sh said %q; want %q", v, err, log, want)
 	}
 	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
@@ -739,26 +741,72 @@ func TestDistBuildScripts(t *testing.T) {
 		}
 	}
 
-	// The action's build step, as the runner runs it.
-	r := newGitHubRunner(t)
-	r.env["CONFORM_ACTION_REF"] = "v0-disttest"
-	code, log = runSh(t, r.workspace, ciEnv(r.env), filepath.Join(root, ".ci", "action", "build.sh"))
-	if code != 0 {
-		t.Fatalf("action build.sh: exit %d:\n%s", code, log)
-	}
-	ghPath, _ := os.ReadFile(r.path)
-	dir := strings.TrimSpace(string(ghPath))
-	if dir == "" {
-		t.Fatal("the build step added nothing to GITHUB_PATH")
-	}
-	if v, err := exec.Command(filepath.Join(dir, "conform"), "version").CombinedOutput(); err != nil || !strings.Contains(string(v), "conform v0-disttest") {
-		t.Errorf("the action's conform version = %q (%v), want v0-disttest", v, err)
+	// The action's build step, as the runner runs it, used at a commit
+	// (`uses: harn-conform/conform@<sha>`) and at a tag.
+	for ref, want := range map[string]string{
+		"a808f5703305f067368d05218f2fa79f07766b4b": "conform " + releaseVersion + " (commit a808f5703305f067368d05218f2fa79f07766b4b, ",
+		"v0.2.0": "conform " + releaseVersion + " (",
+	} {
+		r := newGitHubRunner(t)
+		r.env["CONFORM_ACTION_REF"] = ref
+		r.env["GITHUB_ACTION_PATH"] = copyActionCheckout(t)
+		code, log = runSh(t, r.workspace, ciEnv(r.env), filepath.Join(r.env["GITHUB_ACTION_PATH"], ".ci", "action", "build.sh"))
+		if code != 0 {
+			t.Fatalf("action build.sh: exit %d:\n%s", code, log)
+		}
+		ghPath, _ := os.ReadFile(r.path)
+		dir := strings.TrimSpace(string(ghPath))
+		if dir == "" {
+			t.Fatal("the build step added nothing to GITHUB_PATH")
+		}
+		v, err := exec.Command(filepath.Join(dir, "conform"), "version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(v), want) || (!strings.Contains(want, "commit") && strings.Contains(string(v), "commit")) {
+			t.Errorf("used at %s: conform version = %q (%v), want %q…", ref, v, err, want)
+		}
 	}
 
-	code, log = runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v1 -X main.evil=1"}), filepath.Join(root, ".ci", "build.sh"), bin)
-	if code != 2 || !strings.Contains(log, "VERSION and COMMIT may hold") {
-		t.Errorf("a VERSION with spaces: exit %d, want 2 and a refusal:\n%s", code, log)
+	code, log = runSh(t, tmp, ciEnv(map[string]string{"COMMIT": "c1 -X main.evil=1"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	if code != 2 || !strings.Contains(log, "COMMIT may hold") {
+		t.Errorf("a COMMIT with spaces: exit %d, want 2 and a refusal:\n%s", code, log)
 	}
+	code, log = runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v9.9.9"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	if code != 2 || !strings.Contains(log, "cmd/conform/version.go") {
+		t.Errorf("VERSION set: exit %d, want 2 and the pointer to the source's version:\n%s", code, log)
+	}
+}
+
+// copyActionCheckout is the action as the runner downloads it: the
+// repository's files without .git (so build.sh cannot ask git for the
+// commit), here the module's sources and the CI scripts.
+func copyActionCheckout(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	dst := t.TempDir()
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "dist", "conform-report", "node_modules":
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() || d.Name() == ".git" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // The Dockerfile builds through .ci/build.sh with the version and commit as
