@@ -819,15 +819,18 @@ func TestDistDockerfile(t *testing.T) {
 	for _, want := range []string{
 		"ARG GO_VERSION=" + goMinor(t) + "\n",
 		"FROM golang:${GO_VERSION} AS build",
-		"ARG VERSION", "ARG COMMIT",
-		`VERSION="${VERSION}" COMMIT="${COMMIT}" sh .ci/build.sh /out/conform`,
-		"FROM gcr.io/distroless/static:nonroot",
+		"ARG COMMIT",
+		`COMMIT="${COMMIT}" sh .ci/build.sh /out/conform`,
+		"FROM gcr.io/distroless/static:debug-nonroot", // busybox: --restart-cmd runs sh -c
 		"WORKDIR /work", "USER 65532:65532",
 		`ENTRYPOINT ["conform"]`,
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
+	}
+	if regexp.MustCompile(`\bVERSION\b`).MatchString(df) {
+		t.Error("the Dockerfile still passes a VERSION: the version is the source's")
 	}
 	if build := readRepoFile(t, ".ci/build.sh"); !strings.Contains(build, `CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags"`) || !strings.Contains(build, `ldflags="-s -w"`) {
 		t.Error(".ci/build.sh no longer builds with CGO_ENABLED=0 -trimpath -ldflags \"-s -w …\"")
@@ -853,7 +856,7 @@ func TestDistDockerfile(t *testing.T) {
 		}
 		return false
 	}
-	for _, p := range []string{".git", "conform-report", "conform", "openapi.test", "bin", "cmd/conform/conform.test"} {
+	for _, p := range []string{".git", "conform-report", "conform", "openapi.test", "bin", "cmd/conform/conform.test", "dist"} {
 		if !ignored(p) {
 			t.Errorf(".dockerignore does not exclude %s", p)
 		}
@@ -888,7 +891,7 @@ func TestDistDockerImage(t *testing.T) {
 		t.Skipf("%s is on PATH but does not answer (%v): %.300s", engine, err, b)
 	}
 	tag := fmt.Sprintf("localhost/conform-disttest:%d", os.Getpid())
-	build := []string{"build", "--build-arg", "VERSION=v0.0.0-image", "--build-arg", "COMMIT=feedface", "-t", tag, repoRoot(t)}
+	build := []string{"build", "--build-arg", "COMMIT=feedface", "-t", tag, repoRoot(t)}
 	if engine == "buildah" {
 		build[0] = "bud"
 	}
@@ -901,7 +904,7 @@ func TestDistDockerImage(t *testing.T) {
 		return
 	}
 	b, err := exec.CommandContext(ctx, engine, "run", "--rm", tag, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(b), "conform v0.0.0-image") || !strings.Contains(string(b), "feedface") {
+	if err != nil || !strings.Contains(string(b), "conform "+releaseVersion+" (commit feedface") {
 		t.Errorf("%s run %s version = %q (%v), want the stamped version and commit", engine, tag, b, err)
 	}
 	b, err = exec.CommandContext(ctx, engine, "image", "inspect", "--format", "{{.Config.User}} {{.Config.WorkingDir}}", tag).CombinedOutput()
@@ -963,7 +966,7 @@ func TestDistActionMetadata(t *testing.T) {
 	}
 	github := readRepoFile(t, ".ci/action/github.sh")
 	used := map[string]bool{}
-	var uploads, setupGo bool
+	var uploads, setupGo, cache bool
 	for i, s := range a.Runs.Steps {
 		if strings.Contains(s.Run, "${{") {
 			t.Errorf("step %d splices an expression into its script (pass it through env): %q", i, s.Run)
@@ -994,6 +997,18 @@ func TestDistActionMetadata(t *testing.T) {
 		}
 		if strings.HasPrefix(s.Uses, "actions/setup-go@") {
 			setupGo = true
+			// setup-go's cache keys on files inside the workspace: pointed
+			// at the action's go.sum it cannot cache and warns every run.
+			if s.With["cache"] != "false" || s.With["cache-dependency-path"] != "" {
+				t.Errorf("setup-go with %v: want cache: false (the cache step keeps the Go caches)", s.With)
+			}
+		}
+		if strings.HasPrefix(s.Uses, "actions/cache@") {
+			cache = true
+			if s.If != "steps.cache.outputs.key != ''" || s.With["key"] != "${{ steps.cache.outputs.key }}" ||
+				!strings.Contains(s.With["path"], "${{ steps.cache.outputs.gomodcache }}") || !strings.Contains(s.With["path"], "${{ steps.cache.outputs.gocache }}") {
+				t.Errorf("actions/cache step if %q with %v: want the cache step's key and directories", s.If, s.With)
+			}
 		}
 		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
 			uploads = true
@@ -1007,8 +1022,11 @@ func TestDistActionMetadata(t *testing.T) {
 			t.Errorf("input %q is declared but no step uses it", in)
 		}
 	}
-	if !setupGo || !uploads {
-		t.Errorf("setup-go step %v, upload-artifact step %v: want both", setupGo, uploads)
+	if !setupGo || !uploads || !cache {
+		t.Errorf("setup-go step %v, cache step %v, upload-artifact step %v: want all three", setupGo, cache, uploads)
+	}
+	if strings.Contains(raw, "result=error") || !strings.Contains(raw, "conformant, nonconformant or inconclusive") {
+		t.Error("action.yml does not document result as conformant, nonconformant or inconclusive, as github.sh writes it")
 	}
 	for name, o := range a.Outputs {
 		if o.Value != "${{ steps.run.outputs."+name+" }}" || o.Description == "" {
@@ -1056,6 +1074,38 @@ func TestDistGitLabTemplate(t *testing.T) {
 		!slices.Contains(job.Artifacts.Paths, out+"/") || job.Artifacts.Reports.JUnit != out+"/junit.xml" || len(job.Script) == 0 {
 		t.Fatalf("job .conform: image %q, CONFORM_OUT %q, artifacts %+v, %d script lines; want golang:%s, the report directory always kept, its junit.xml as the JUnit report",
 			job.Image, out, job.Artifacts, len(job.Script), goMinor(t))
+	}
+
+	if job.Variables["CONFORM_REF"] != "" {
+		t.Errorf("CONFORM_REF defaults to %q: a template cannot name the commit it is in, so the user gives the include's", job.Variables["CONFORM_REF"])
+	}
+
+	// The checkout step: without CONFORM_REF it stops with exit 2 and
+	// says what to set; with a commit it fetches exactly that commit (here
+	// from this clone, as from GitHub).
+	fetch := func(ref string) (int, string, string) {
+		src := filepath.Join(t.TempDir(), "conform-src")
+		vars := map[string]string{"CI": "true", "GITLAB_CI": "true"}
+		for k, v := range job.Variables {
+			vars[k] = v
+		}
+		vars["CONFORM_SRC"], vars["CONFORM_REPOSITORY"], vars["CONFORM_REF"] = src, repoRoot(t), ref
+		code, log := runSh(t, t.TempDir(), ciEnv(vars), "-e", "-c", job.Script[0])
+		return code, log, src
+	}
+	if code, log, _ := fetch(""); code != 2 || !strings.Contains(log, "set CONFORM_REF") {
+		t.Errorf("no CONFORM_REF: exit %d, want 2 and what to set:\n%s", code, log)
+	}
+	head, err := exec.Command("git", "-C", repoRoot(t), "rev-parse", "HEAD^").Output()
+	if err != nil {
+		t.Logf("no git history here (%v): the fetch by commit is not tried", err)
+	} else {
+		sha := strings.TrimSpace(string(head))
+		code, log, src := fetch(sha)
+		got, _ := exec.Command("git", "-C", src, "rev-parse", "HEAD").Output()
+		if code != 0 || strings.TrimSpace(string(got)) != sha {
+			t.Errorf("CONFORM_REF=%s: exit %d, checked out %q:\n%s", sha, code, got, log)
+		}
 	}
 
 	if testing.Short() {
@@ -1328,7 +1378,9 @@ func TestDistChangelog(t *testing.T) {
 		if v[1] != "Unreleased" && !semver.MatchString(v[1]) {
 			t.Errorf("version %q is not a semantic version", v[1])
 		}
-		if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(v[1]) + `\]: https://`).MatchString(text) {
+		// A release commit cannot name itself: the newest version's link
+		// comes with the pins, in the commit after it (docs/releasing.md).
+		if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(v[1]) + `\]: https://`).MatchString(text) && v[1] != releaseVersion {
 			t.Errorf("no link reference for [%s]", v[1])
 		}
 	}
