@@ -1380,7 +1380,7 @@ func TestDistChangelog(t *testing.T) {
 		}
 		// A release commit cannot name itself: the newest version's link
 		// comes with the pins, in the commit after it (docs/releasing.md).
-		if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(v[1]) + `\]: https://`).MatchString(text) && v[1] != releaseVersion {
+		if !regexp.MustCompile(`(?m)^\[`+regexp.QuoteMeta(v[1])+`\]: https://`).MatchString(text) && v[1] != releaseVersion {
 			t.Errorf("no link reference for [%s]", v[1])
 		}
 	}
