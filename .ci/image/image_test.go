@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -350,5 +356,60 @@ func TestDistPlatforms(t *testing.T) {
 	os.WriteFile(filepath.Join(dist, "artifacts.json"), []byte(`[]`), 0o644)
 	if _, err := distPlatforms(dist, "/bb"); err == nil || !strings.Contains(err.Error(), "no linux binary") {
 		t.Errorf("an artifacts.json without linux binaries: %v", err)
+	}
+}
+
+// push uploads the layout's index with both images; pulled back from the
+// registry (an in-memory one here), it is the same index, digest for
+// digest. A directory that is no layout is refused.
+func TestPush(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: anonymous
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	o := options(t)
+	idx, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "layout")
+	if err := WriteLayout(dir, idx, o.Version); err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/harn-conform/conform:9.8.7"
+	var out bytes.Buffer
+	if err := run([]string{"push", "--layout", dir, "--to", ref}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := idx.Digest()
+	if !strings.Contains(out.String(), want.String()) {
+		t.Errorf("push said %q, want the index digest %s", out.String(), want)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Index(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := got.Digest(); d != want {
+		t.Errorf("the registry has index %s, want %s", d, want)
+	}
+	im, err := got.IndexManifest()
+	if err != nil || len(im.Manifests) != 2 {
+		t.Fatalf("pulled index: %v, %v; want two images", im, err)
+	}
+	for _, m := range im.Manifests {
+		img, err := got.Image(m.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := img.Layers()
+		if err != nil || len(ls) != 2 {
+			t.Errorf("%v: %d layers, %v; want 2", m.Platform, len(ls), err)
+		}
+	}
+	if err := run([]string{"push", "--layout", t.TempDir(), "--to", ref}, &out); err == nil {
+		t.Error("push of a directory that is no layout did not fail")
 	}
 }

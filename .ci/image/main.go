@@ -7,6 +7,7 @@
 //	    --busybox-version V --busybox-copyright FILE --busybox-applets FILE --platform linux/amd64=CONFORM,BUSYBOX [--platform …]
 //	go run -C .ci/image . build --dist DIST --busybox-dir DIR --version V --commit C --created UNIX --out DIR
 //	go run -C .ci/image . unpack --layout DIR --platform linux/amd64 --out ROOT
+//	go run -C .ci/image . push --layout DIR --to REGISTRY/REPOSITORY:TAG
 //
 // build writes an OCI image layout: an index with one image per platform,
 // each a base layer (/bin/busybox with /bin/sh and its other applets linked
@@ -15,10 +16,13 @@
 // /tmp, /work owned by nonroot) and a layer with /usr/local/bin/conform;
 // entrypoint conform, user 65532:65532, working directory /work. unpack
 // applies one platform's layers to a new directory and prints the image's
-// configuration as KEY=VALUE lines (entrypoint, user, workdir, env).
+// configuration as KEY=VALUE lines (entrypoint, user, workdir, env). push
+// uploads the index and its images to a registry, with the credentials of
+// the Docker configuration.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -54,7 +58,7 @@ func (p *platformFlags) Set(s string) error {
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: conform-image build|unpack [flags] (-h for each)")
+		return fmt.Errorf("usage: conform-image build|unpack|push [flags] (-h for each)")
 	}
 	switch args[0] {
 	case "build":
@@ -153,6 +157,22 @@ func run(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "label=%s=%s\n", k, strconv.Quote(c.Labels[k]))
 		}
 		return nil
+	case "push":
+		fs := flag.NewFlagSet("push", flag.ContinueOnError)
+		dir := fs.String("layout", "", "the OCI image layout conform-image build wrote")
+		to := fs.String("to", "", "where to push: registry/repository:tag (credentials from the Docker configuration)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *dir == "" || *to == "" || fs.NArg() > 0 {
+			return fmt.Errorf("push: want --layout and --to and no arguments")
+		}
+		d, err := Push(context.Background(), *dir, *to)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "pushed %s@%s\n", *to, d)
+		return nil
 	}
-	return fmt.Errorf("unknown command %q: want build or unpack", args[0])
+	return fmt.Errorf("unknown command %q: want build, unpack or push", args[0])
 }
