@@ -290,8 +290,8 @@ func TestCheckReuse(t *testing.T) {
 		res  map[string]any
 		msgs []acp.Message
 	}{
-		"listed in the answer": {map[string]any{"newSessions": []any{"s9"}}, good},
-		"listed in branch_created": {map[string]any{}, msgs(`{"jsonrpc":"2.0","method":"_ah/branch_created","params":{"sessionId":"s1","branch":{"branchId":"b1"},"newSessions":["s9"]}}`)},
+		"listed in the answer":            {map[string]any{"newSessions": []any{"s9"}}, good},
+		"listed in branch_created":        {map[string]any{}, msgs(`{"jsonrpc":"2.0","method":"_ah/branch_created","params":{"sessionId":"s1","branch":{"branchId":"b1"},"newSessions":["s9"]}}`)},
 		"an update of an unknown session": {map[string]any{}, msgs(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`)},
 	} {
 		if err := CheckReuse("b1", "s1", tc.res, tc.msgs, []string{"s1"}); err == nil {
