@@ -150,3 +150,65 @@ func TestACPExampleAgentProfile(t *testing.T) {
 		}
 	}
 }
+
+// The same with the official ACP TypeScript SDK (@agentclientprotocol/sdk,
+// installed with npm into a temporary directory; skipped, saying so, when
+// Node.js or the npm registry cannot be reached): an editor's client that
+// does not know Harbor handles the reference agent's turn without a
+// single "Error handling notification", while the text's custom
+// session/update is rejected and logged (-32602 Invalid params).
+func TestACPTypeScriptClientHarborSilent(t *testing.T) {
+	proofTier(t)
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no Node.js on PATH: the TypeScript SDK client needs node and npm (Debian packages nodejs, npm)")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("no npm on PATH: the TypeScript SDK client is installed with npm")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile("testdata/acp-ts-client.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"conform-acp-ts-probe","private":true,"type":"module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ictx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ictx, npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "@agentclientprotocol/sdk@2.4.0")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Skipf("npm could not install @agentclientprotocol/sdk@2.4.0 (is the npm registry reachable?): %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		quiet bool
+	}{
+		{"default", nil, true},
+		{"the text's custom session/update", []string{"--fault", string(acpharbor.FaultHarborUpdatesUnasked)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs", conformBin, "serve-acp"}, tc.flags...)...)
+			cmd.Dir = dir
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "stop end_turn") {
+				t.Fatalf("the TypeScript client's turn did not end: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+			}
+			logged := strings.Contains(stderr.String(), "Error handling notification")
+			if logged == tc.quiet {
+				t.Errorf("logged an error: %v, want %v\nstdout:\n%s\nstderr:\n%s", logged, !tc.quiet, &stdout, &stderr)
+			}
+		})
+	}
+}
+
