@@ -211,4 +211,3 @@ func TestACPTypeScriptClientHarborSilent(t *testing.T) {
 		})
 	}
 }
-
