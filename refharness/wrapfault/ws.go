@@ -1,6 +1,7 @@
 package wrapfault
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -39,4 +40,25 @@ func init() {
 			}), nil
 		})
 
+	// The profile as it read before the ws-no-subprotocol ruling: an
+	// upgrade that offers no subprotocol (a browser's new WebSocket(url),
+	// the upstream TypeScript SDK's connectTaskEventsWebSocket) is refused
+	// with 400, which locks those clients out (a SHOULD: EXT-WS-014).
+	wireFault(fault.Fault{Name: "ws-requires-subprotocol",
+		Doc:   "a WebSocket upgrade that offers no subprotocol is refused with 400 invalid_request",
+		Warns: []string{"EXT-WS-014"}},
+		func(next http.Handler, env Env) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, stream := refharness.StreamResource(r.URL.Path); !stream || !refharness.IsUpgrade(r) || r.Header.Get("Sec-WebSocket-Protocol") != "" {
+					next.ServeHTTP(w, r)
+					return
+				}
+				env.Used()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, `{"error":{"code":"invalid_request","type":"request_error","param":"Sec-WebSocket-Protocol",`+
+					`"message":"the upgrade does not offer the subprotocol harn-ws.v1","request_id":"req_ws_requires_subprotocol",`+
+					`"details":{"supported_subprotocols":["harn-ws.v1"]}}}`)
+			}), nil
+		})
 }

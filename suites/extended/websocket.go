@@ -189,6 +189,47 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		}
 	})
 
+	It("serves an upgrade that offers no subprotocol as harn-ws.v1, as a browser's new WebSocket(url) and the upstream TypeScript SDK send it", suite.Req(reqWSNoSub), func(ctx SpecContext) {
+		wsAllowed()
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		task := xSubmit(ctx, sess, nil)
+		var probs []string
+		for _, c := range []struct {
+			path string
+			way  ws.Way
+		}{{taskStream(task), ws.ByAuthFrame}, {sessionStream(sess), ws.ByAuthFrame}, {sessionStream(sess), ws.ByHeaders}} {
+			l, err := wsConnect(ctx, client.WSDial{Path: c.path, Way: c.way, NoSubprotocol: true})
+			if err != nil {
+				// The same upgrade offering harn-ws.v1: when that fails
+				// too, the profile is not served at all (EXT-WS-001's).
+				if l2, oerr := wsConnect(ctx, client.WSDial{Path: c.path, Way: c.way}); oerr != nil {
+					suite.Unverified(fmt.Sprintf("GET %s (%s) offering harn-ws.v1 did not open either: %v", c.path, c.way, oerr), remedyWS)
+				} else {
+					l2.Close()
+				}
+				probs = append(probs, fmt.Sprintf("GET %s (%s) offering no subprotocol: %v", c.path, c.way, err))
+				continue
+			}
+			if c.path == sessionStream(sess) && c.way == ws.ByAuthFrame {
+				// A step of a client journey: the SDK's user sends a message.
+				f, why := l.command(ctx, map[string]any{"type": "user_message", "session_id": sess, "message": xText("conform: a message over a session opened without a subprotocol")})
+				if why == "" {
+					_, err := resultOf(f, "user_message", http.StatusCreated)
+					if err != nil {
+						why = err.Error()
+					}
+				}
+				if why != "" {
+					probs = append(probs, fmt.Sprintf("GET %s (%s) offering no subprotocol: %s", c.path, c.way, why))
+				}
+			}
+			l.Close()
+		}
+		if len(probs) > 0 {
+			suite.Should(reqWSNoSub, fmt.Errorf("%s; an upgrade that offers no subprotocol is what a browser's new WebSocket(url) and the upstream TypeScript SDK's connectTaskEventsWebSocket send: serve it as harn-ws.v1, selecting no subprotocol (docs/websocket.md section 1.2)", strings.Join(probs, "; ")))
+		}
+	})
+
 	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), func(ctx SpecContext) {
 		wsAllowed()
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))

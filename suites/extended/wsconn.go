@@ -46,6 +46,7 @@ const (
 	reqWSBeat     = "EXT-WS-011" // SHOULD: heartbeats within 30 s
 	reqWSReplayed = "EXT-WS-012" // replayed marks history, not live frames
 	reqWSIdem     = "EXT-WS-013" // MAY: idempotency keys on commands
+	reqWSNoSub    = "EXT-WS-014" // SHOULD: an upgrade offering no subprotocol is harn-ws.v1
 )
 
 // remedyWS is the remedy of a spec whose WebSocket session did not open.
@@ -185,8 +186,12 @@ func wsConnect(ctx context.Context, d client.WSDial) (*wsLink, error) {
 	if err != nil {
 		suite.Transport(err)
 	}
-	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != schemas.WSProfile {
-		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.Path, sub, schemas.WSProfile)
+	want := schemas.WSProfile
+	if d.NoSubprotocol {
+		want = "" // RFC 6455 section 4.2.2: none offered, none selected
+	}
+	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != want {
+		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.Path, sub, want)
 	}
 	ready, err := wsReady(ctx, s)
 	if err != nil {
