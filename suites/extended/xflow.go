@@ -291,15 +291,16 @@ func xArtifactsOf(ctx context.Context, id string) []map[string]any {
 	return slices.DeleteFunc(items, func(a map[string]any) bool { return xStr(a, "task_id") != id })
 }
 
-// xOffered reports whether resp says the operation exists: a 404 that is
-// not about a resource, a 405 or a 501 say it does not (the spec may then
-// not apply, as the caller decides).
-func xOffered(resp *client.Response) bool {
-	switch resp.Status {
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return false
-	case http.StatusNotFound:
-		return false
-	}
-	return true
+// xOffered decides by evidence whether the target offers the operation o
+// sent (suite.Unoffered, docs/interpretations.md#offered-by-evidence):
+// false, with why, when it does not. A refusal as if not offered that the
+// evidence contradicts (a 404 about what the spec has just made, a route
+// that exists, an operation shown elsewhere) is req's failure, recorded
+// here, and the operation is offered: its answer is then the caller's to
+// judge or to stop at.
+func xOffered(ctx context.Context, req string, o suite.Offering) (offered bool, why string) {
+	GinkgoHelper()
+	why, err := suite.Unoffered(ctx, o, req)
+	suite.Check(req, err)
+	return why == "", why
 }
