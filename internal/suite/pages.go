@@ -19,11 +19,12 @@ type Paged struct {
 	Pages    [][]string // the ids of each page read, in order
 	Items    []map[string]any
 	Complete bool // the last page read said has_more false
-	// Read: a page was not a 200 list (the list's own requirement, or the
-	// list envelope's); Limit: a page held more than the limit, or said
-	// has_more false while items the spec made were still to come;
-	// Walk: an id repeated across pages (the cursor not followed) or,
-	// the list ended, an id the spec made never listed.
+	// Read: the first page was not a 200 list (the list's own requirement,
+	// or the list envelope's); Limit: a page held more than the limit, or
+	// said has_more false while items the spec made were still to come;
+	// Walk: a page at a next_cursor the target gave was not a 200 list, an
+	// id repeated across pages (the cursor not followed) or, the list
+	// ended, an id the spec made never listed.
 	Read, Limit, Walk error
 }
 
@@ -46,13 +47,16 @@ func Paginate(ctx context.Context, path string, q url.Values, cursorParam string
 	seen := map[string]bool{}
 	for range maxPages {
 		resp := Do(ctx, client.Request{Path: path, Query: query}, reqs...)
-		if err := check.Status(resp, http.StatusOK); err != nil {
+		page, err := check.ListPage(resp)
+		if serr := check.Status(resp, http.StatusOK); serr != nil {
+			err = serr
+		}
+		switch {
+		case err != nil && len(p.Pages) == 0:
 			p.Read = err
 			return p
-		}
-		page, err := check.ListPage(resp)
-		if err != nil {
-			p.Read = err
+		case err != nil:
+			p.Walk = fmt.Errorf("%s, following next_cursor %q, the target's own, after %d pages: %w", p.Where, query.Get(cursorParam), len(p.Pages), err)
 			return p
 		}
 		toCome := 0
