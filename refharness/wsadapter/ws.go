@@ -426,6 +426,9 @@ func (c *conn) authenticate(version string) (st *refharness.Stream, authID *stri
 	c.limit.Store(authFrameLimit)
 	t := time.NewTimer(c.a.authTimeout)
 	defer t.Stop()
+	if c.a.srv.Fault(refharness.FaultWSUnauthenticatedSilent) {
+		t.Stop() // the deadline is never kept: the connection waits in silence
+	}
 	var m inbound
 	select {
 	case m, ok = <-c.in:

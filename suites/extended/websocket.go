@@ -39,6 +39,13 @@ type refusal struct {
 	only, noEvents bool
 	// details names a member the error's details must carry.
 	details string
+	// deadline: the refusal comes at a deadline the profile sets (the
+	// auth frame's 10 s), not in answer to anything the suite sent: its
+	// silence says nothing of other refusals and feeds no breaker.
+	deadline bool
+	// command: the refused thing is a command frame (resume), so its
+	// answer is a command's (wsCommandBreaker).
+	command bool
 	// secret is a credential the suite sent, which no answer may echo.
 	secret string
 }
@@ -90,21 +97,31 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 	forbidden := func(f ws.Frame) bool {
 		return (r.only && f.Type != "error") || (r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")))
 	}
-	if err := wsSilent(); err != nil && s.Len() == after {
-		// Nothing came yet, and the target's WebSocket is known to say
-		// nothing: not waited on again.
-		return fmt.Errorf("%s: no frame, not waited for (%v); want %s", what, err, r.want())
+	// Nothing came yet, and the target's WebSocket is known to say nothing
+	// to an authenticated session, or to refusals like this one: not
+	// waited on again (docs/interpretations.md#fail-fast).
+	breaker := wsRefusalBreaker(r.code)
+	if r.command {
+		breaker = wsCommandBreaker
+	}
+	for _, b := range []*suite.Breaker{wsReadyBreaker, breaker} {
+		if err := b.Open(); err != nil && s.Len() == after {
+			return fmt.Errorf("%s: no frame, none waited for (%v); want %s", what, err, r.want())
+		}
 	}
 	end := &client.WaitError{Transport: client.TransportWebSocket, Path: s.Path, Waited: wait}
 	if _, err := s.Await(ctx, wait, after, forbidden); err != nil {
 		var we *client.WaitError
 		if errors.As(err, &we) {
 			end = we
-			if we.Timeout() && s.Len() == after {
-				why := fmt.Sprintf("an earlier connection (GET %s) got no frame at all within %s of %s", s.Path, wait, what)
-				wsSilence.CompareAndSwap(nil, &why)
-			}
 		}
+	}
+	switch {
+	case r.deadline:
+	case end.Timeout() && s.Len() == after:
+		breaker.Timeout(fmt.Sprintf("%s: no frame within %s", what, wait))
+	default:
+		breaker.Answered()
 	}
 	var errFrame *ws.Frame
 	var bad []string
@@ -267,7 +284,9 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		if silent != nil {
 			// Section 1.3: 10 s for the auth frame, then 401 and 4401.
 			wait := time.Until(silentAt.Add(10*time.Second + wsStream()))
-			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, withFrame(unauth), 0, max(wait, time.Second)))
+			atDeadline := withFrame(unauth)
+			atDeadline.deadline = true
+			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, atDeadline, 0, max(wait, time.Second)))
 		}
 	})
 
