@@ -47,15 +47,6 @@ func AnswerID(resp *client.Response) string {
 	return ""
 }
 
-// errorCode is the code of an error answer ("" when it has none).
-func errorCode(resp *client.Response) string {
-	e, err := Envelope(resp)
-	if err != nil {
-		return ""
-	}
-	return e.Code
-}
-
 // KeyedRound judges the answers of writes fired at once with one
 // Idempotency-Key: with one body (sameBody), every success names one
 // resource; with different bodies, one succeeds and every other is refused

@@ -1,11 +1,13 @@
 package extended
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,15 +22,15 @@ import (
 // The Extended concurrency checks (issue 23, docs/concurrency.md): every
 // Extended write retried --concurrency ways at once with one
 // Idempotency-Key (EXT-IDEM-004, -005), one write sent at once over REST
-// and as its WebSocket command (EXT-WS-014), and WebSocket sessions
-// opened at once while clients append (EXT-WS-015). Rounds, verdicts and
+// and as its WebSocket command (EXT-WS-015), and WebSocket sessions
+// opened at once while clients append (EXT-WS-016). Rounds, verdicts and
 // reports as in the Core checks (suites/core/concurrency.go).
 
 const (
 	reqExtRaceSame = "EXT-IDEM-004"
 	reqExtRaceDiff = "EXT-IDEM-005"
-	reqWSMixed     = "EXT-WS-014"
-	reqWSFanOut    = "EXT-WS-015"
+	reqWSMixed     = "EXT-WS-015"
+	reqWSFanOut    = "EXT-WS-016"
 )
 
 // Default rounds of each check, sized so that each race the reference
@@ -128,12 +130,14 @@ func extKeyedRound(ctx context.Context, d *load.Driver, req string, w raceWrite,
 	if why != "" {
 		return load.Outcome{Round: r, Unjudged: why}, true
 	}
-	offered = false
-	for _, a := range r.Answers {
-		offered = offered || xOffered(a.Response())
-	}
+	// docs/interpretations.md#offered-by-evidence: the round is judged
+	// unless every answer refuses as if the write were not offered and the
+	// evidence agrees; a refusal the evidence contradicts is the write's
+	// own requirement's to judge (as in the sequential EXT-IDEM check).
+	offered = slices.ContainsFunc(r.Answers, func(a load.Answer) bool { return !check.UnofferedStatus(a.Status) })
 	if !offered {
-		return load.Outcome{Round: r}, false
+		why, err := suite.Unoffered(ctx, suite.Offering{Request: shots[0].Req, Answer: r.Answers[0].Response()}, req)
+		return load.Outcome{Round: r, Unjudged: cmp.Or(why, fmt.Sprint(err))}, false
 	}
 	o, _ = judgeKeyed(ctx, r, shots, fmt.Sprintf("%s %s (%s)", w.method, w.path, w.op), same, w.identity(), req)
 	return o, true
@@ -199,7 +203,7 @@ func extKeyedRace(ctx context.Context, req string, same bool) {
 			}
 			o, offered := extKeyedRound(ctx, d, req, w, same)
 			if !offered {
-				skipped[w.op] = fmt.Sprintf("%s (%s %s not offered: %s)", w.op, w.method, w.path, o.Round.Answers[0].Summary())
+				skipped[w.op] = fmt.Sprintf("%s (%s %s not offered: %s; %s)", w.op, w.method, w.path, o.Round.Answers[0].Summary(), o.Unjudged)
 				continue
 			}
 			i++
