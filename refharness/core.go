@@ -97,7 +97,7 @@ var (
 	// REST request sent at once both act.
 	FaultWSCommandIdempotencyRaced = declare(fault.Fault{Name: "ws-command-idempotency-raced",
 		Doc:   "a WebSocket command looks its idempotency key up on arrival and records it once the write is durable: a command and its REST request with one key, sent at once, both act; a command repeated later replays",
-		Fails: []string{"EXT-WS-015"}})
+		Fails: []string{"EXT-WS-015"}, Race: true})
 	// A race: an unlocked subscriber list, on the WebSocket session
 	// streams (as FaultSSESubscribersLost on SSE, events.go): a delivery
 	// run reads the list when it starts and stores it with itself added
@@ -105,7 +105,7 @@ var (
 	// are never woken for live events.
 	FaultWSSubscribersLost = declare(fault.Fault{Name: "ws-subscribers-lost",
 		Doc:   "WebSocket session streams register for live events in a subscriber list updated without a lock (read when a delivery run starts, stored after the history): of sessions opened at once, some deliver no live event",
-		Fails: []string{"EXT-WS-016"}})
+		Fails: []string{"EXT-WS-016"}, Race: true})
 	// docs/interpretations.md#fail-fast: the suite's deliberately silent
 	// probe gets no frame, while every authenticated session works; only
 	// that probe's requirement may fail, whatever the spec order.

@@ -72,7 +72,7 @@ var (
 		Doc:       "session streams register for live events in a subscriber list updated without a lock (read on opening, stored after the history): of streams opened at once, some are never woken and deliver no live event",
 		Fails:     []string{"CORE-FANOUT-001"},
 		Tolerated: []string{"CORE-RESUME-001"},
-		Why:       "a stream resumed while another one closes can lose its registration the same way (CORE-RESUME-001)"})
+		Why:       "a stream resumed while another one closes can lose its registration the same way (CORE-RESUME-001)", Race: true})
 	FaultReplayUnmarkedSSE = declare(fault.Fault{Name: "replay-unmarked-sse",
 		Doc:   "replayed events are served with replayed:false on SSE only",
 		Fails: []string{"RPLY-MARK-001"}})

@@ -34,7 +34,7 @@ var (
 	// transcript disagrees with the event list.
 	FaultTranscriptIndexedLate = declare(fault.Fault{Name: "transcript-indexed-late",
 		Doc:   "a Message append is added to its Session's transcript by a second write once the first is durable: appends fired at once are listed in another order than their events",
-		Fails: []string{"CORE-ORDER-001"}})
+		Fails: []string{"CORE-ORDER-001"}, Race: true})
 	FaultMessagesNewestFirst = declare(fault.Fault{Name: "messages-newest-first",
 		Doc:   "a session's message list is served newest first",
 		Fails: []string{"EXT-SESSION-001"}})

@@ -50,7 +50,7 @@ var (
 	// Extended writes: extWriteRoutes.
 	FaultExtDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "ext-duplicate-on-concurrent-retry",
 		Doc:   "Extended writes look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all act; sequential retries work",
-		Fails: []string{"EXT-IDEM-004", "EXT-IDEM-005"}})
+		Fails: []string{"EXT-IDEM-004", "EXT-IDEM-005"}, Race: true})
 )
 
 // extWriteRoutes are the Extended writes FaultExtDuplicateOnConcurrentRetry

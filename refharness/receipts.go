@@ -44,7 +44,7 @@ var (
 	// one previous receipt.
 	FaultReceiptChainHeadStale = declare(fault.Fault{Name: "receipt-chain-head-stale",
 		Doc:   "a task's receipt links to the chain head its worker read when it took the task up: receipts of tasks that run and complete at the same time fork the chain",
-		Fails: []string{"RCPT-CHAIN-003"}})
+		Fails: []string{"RCPT-CHAIN-003"}, Race: true})
 	FaultReceiptWrongKey = declare(fault.Fault{Name: "receipt-wrong-key",
 		Doc:       "receipts are signed with a key the directory does not publish",
 		Fails:     []string{"RCPT-SIGN-001"},

@@ -33,7 +33,7 @@ var (
 	// recorded all write.
 	FaultDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "duplicate-on-concurrent-retry",
 		Doc:   "Task submits and Message appends look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all write; sequential retries work",
-		Fails: []string{"CORE-IDEM-003", "CORE-IDEM-008", "CORE-IDEM-009"}})
+		Fails: []string{"CORE-IDEM-003", "CORE-IDEM-008", "CORE-IDEM-009"}, Race: true})
 	FaultWrongCreateStatus = declare(fault.Fault{Name: "wrong-create-status",
 		Doc:   "creates answer 200 instead of 201/202",
 		Fails: []string{"CORE-READ-010", "CORE-READ-011", "CORE-TASK-001", "CORE-TASK-002"}})

@@ -56,7 +56,7 @@ var (
 	// appends that arrive together number their events alike.
 	FaultSessionSequenceReadEarly = declare(fault.Fault{Name: "session-sequence-read-early",
 		Doc:   "a Message append reads its Session's last event sequence on arrival and numbers its event from it under the lock: appends fired at once repeat sequence numbers; sequential ones are right",
-		Fails: []string{"CORE-EVT-002"}})
+		Fails: []string{"CORE-EVT-002"}, Race: true})
 	FaultUnknownRouteNot404 = declare(fault.Fault{Name: "unknown-route-not-404",
 		Doc:   "unknown routes answer 200 with an empty object",
 		Fails: []string{"CORE-ERR-001"}})

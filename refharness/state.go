@@ -27,7 +27,7 @@ var (
 		Doc:       "a Message append reads the next event id on arrival and numbers its event from it under the lock: appends fired at once give their events one id, and a page walk or resumption from that id repeats events",
 		Fails:     []string{"CORE-EVT-004", "CORE-RESUME-001"},
 		Tolerated: []string{"CORE-EVT-006", "CORE-FANOUT-001"},
-		Why:       "the repeated id is on every view of a session appended to at once: ids that do not increase (CORE-EVT-006), and the subscribers of the fan-out check get an id twice (CORE-FANOUT-001)"})
+		Why:       "the repeated id is on every view of a session appended to at once: ids that do not increase (CORE-EVT-006), and the subscribers of the fan-out check get an id twice (CORE-FANOUT-001)", Race: true})
 )
 
 // readIDEarly is FaultEventIDReadEarly's early read: the next event id when
