@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/refharness/fault"
@@ -87,6 +88,45 @@ func BenchmarkRaceDetection(b *testing.B) {
 			b.ReportMetric(run/1000/float64(b.N), "run-s/op")
 		})
 	}
+}
+
+// BenchmarkSelftestConcurrencyCost measures what the concurrency checks
+// add to `conform selftest --levels all` (issue 23: at most 5 s on the
+// 2-core machine): the run as it is, against the same run with
+// `--label-filter '!concurrency'`, alternately, as whole processes.
+//
+//	go test -run XXX -bench SelftestConcurrencyCost -benchtime 5x ./cmd/conform/
+func BenchmarkSelftestConcurrencyCost(b *testing.B) {
+	var without, with, withoutRun, withRun time.Duration
+	for i := range b.N {
+		for _, c := range []struct {
+			filter    []string
+			wall, run *time.Duration
+		}{{[]string{"--label-filter", "!" + requirements.LabelConcurrency}, &without, &withoutRun}, {nil, &with, &withRun}} {
+			out := filepath.Join(b.TempDir(), "report")
+			start := time.Now()
+			cmd := exec.Command(conformBin, append([]string{"selftest", "--levels", "all", "--out", out, "--format", "json"}, c.filter...)...)
+			cmd.Run() // a narrowed run exits 1; the report says the rest
+			*c.wall += time.Since(start)
+			raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+			if err != nil {
+				b.Fatalf("iteration %d: no report: %v", i, err)
+			}
+			var r reports.Report
+			if err := json.Unmarshal(raw, &r); err != nil {
+				b.Fatal(err)
+			}
+			if f, e := verdicts(&r, reports.Fail), verdicts(&r, reports.Error); len(f)+len(e) > 0 {
+				b.Fatalf("iteration %d: selftest %v failed %v, erred %v", i, c.filter, f, e)
+			}
+			*c.run += time.Duration(r.DurationMS * float64(time.Millisecond))
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(without.Seconds()/n, "without-s/op")
+	b.ReportMetric(with.Seconds()/n, "with-s/op")
+	b.ReportMetric((with-without).Seconds()/n, "added-s/op")
+	b.ReportMetric((withRun-withoutRun).Seconds()/n, "added-run-s/op")
 }
 
 // raceFaults are the reference Harness's race faults (fault.Fault.Race),

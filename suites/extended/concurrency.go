@@ -38,8 +38,8 @@ const (
 // (docs/performance.md, "Concurrency checks").
 const (
 	roundsExtKeyed = 3
-	roundsWSMixed  = 4
-	roundsWSFanOut = 3
+	roundsWSMixed  = 10
+	roundsWSFanOut = 16
 )
 
 // raceWrite is an Extended write whose retries race.
