@@ -134,15 +134,22 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 			}
 			wake = sub.Wake
 		}
-		select {
-		case <-wake:
-		case <-c.done:
-			return runReq{}, false
-		case r := <-c.resume:
-			return r, true
-		case <-hb.C:
-			if c.ping() != nil {
+		for woken := false; !woken; {
+			select {
+			case <-wake:
+				woken = true
+			case <-c.done:
 				return runReq{}, false
+			case r := <-c.resume:
+				return r, true
+			case <-hb.C:
+				if c.ping() != nil {
+					return runReq{}, false
+				}
+				// FaultWSSubscribersLost: the heartbeat only pings; a run
+				// nobody wakes stays asleep (else the tick would read the
+				// log and hide the lost registration within a heartbeat).
+				woken = sub == nil
 			}
 		}
 	}
