@@ -218,6 +218,11 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 			if a, err := evidence.Decode[evidence.Attachment](e); err == nil {
 				o.res.Evidence = append(o.res.Evidence, a)
 			}
+		case evidence.EntryHook:
+			if h, err := evidence.Decode[evidence.HookUse](e); err == nil {
+				h.How = red.String(h.How)
+				o.res.Hooks = append(o.res.Hooks, h)
+			}
 		case evidence.EntryTranscript:
 			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
 				o.res.Transcript, o.res.Dropped = t.Exchanges, t.Dropped
@@ -306,7 +311,26 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 			o.res.Verdict = Worse(o.res.Verdict, e.Verdict)
 		}
 	}
+	for id, e := range o.reqs {
+		if e.Verdict != Skip {
+			e.Hooks = hooksFor(o.res.Hooks, id)
+			o.reqs[id] = e
+		}
+	}
 	return o
+}
+
+// hooksFor names the test hooks a spec's verdict on requirement id rests
+// on: those it used for every requirement it names, or for id.
+func hooksFor(uses []evidence.HookUse, id string) []string {
+	var out []string
+	for _, u := range uses {
+		if (len(u.Requirements) == 0 || slices.Contains(u.Requirements, id)) && !slices.Contains(out, u.Hook) {
+			out = append(out, u.Hook)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // curlFor picks the reproducer for a finding: the last recorded exchange
@@ -378,12 +402,18 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 				notApplicable = append(notApplicable, ev)
 			} else {
 				judged = append(judged, ev)
+				for _, h := range ev.Hooks {
+					if !slices.Contains(res.Hooks, h) {
+						res.Hooks = append(res.Hooks, h)
+					}
+				}
 			}
 		}
+		sort.Strings(res.Hooks)
 		sel := in.Env.Selected(q.Level)
 		switch {
 		case !sel.Run:
-			res.Verdict, res.Message = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason)
+			res.Verdict, res.Message, res.Hooks = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason), nil
 		case len(judged) > 0:
 			res.Verdict = Pass
 			for _, ev := range judged {
@@ -500,10 +530,45 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 			for _, rm := range order {
 				lr.ToVerify = append(lr.ToVerify, Remedy{Remedy: rm, Requirements: remedies[rm]})
 			}
+			lr.MUSTs = tallyMUSTs(string(sel.Level), reqs, observable)
 		}
 		out = append(out, lr)
 	}
 	return out
+}
+
+// tallyMUSTs counts a level's observable MUSTs by how they ended and on
+// what evidence: a requirement is verified without a hook only when no
+// spec that judged it used one.
+func tallyMUSTs(level string, reqs []ReqResult, observable func(id string) bool) *MustTally {
+	t := &MustTally{}
+	for _, q := range reqs {
+		if q.Level != level || !requirements.Keyword(q.Keyword).Mandatory() || !observable(q.ID) {
+			continue
+		}
+		t.Observable++
+		switch q.Verdict {
+		case Pass, Warn:
+			if len(q.Hooks) == 0 {
+				t.VerifiedWithoutHook++
+				continue
+			}
+			t.VerifiedWithHook++
+			for _, h := range q.Hooks {
+				if !slices.Contains(t.Hooks, h) {
+					t.Hooks = append(t.Hooks, h)
+				}
+			}
+		case Fail:
+			t.Failed++
+		case Skip:
+			t.NotApplicable++
+		default:
+			t.NotVerified++
+		}
+	}
+	sort.Strings(t.Hooks)
+	return t
 }
 
 func list(ids []string) string {

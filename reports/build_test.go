@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -421,4 +422,44 @@ func TestRequestedUnclaimedLevel(t *testing.T) {
 	if r.Levels[1].Status != Nonconformant || r.ExitCode != 1 {
 		t.Errorf("unclaimed receipts, asked for, a check failed: status %s, exit %d; want nonconformant, 1", r.Levels[1].Status, r.ExitCode)
 	}
+}
+
+// Each level counts its observable MUSTs by how they ended and on what
+// evidence: verified without any hook only when no spec that judged it
+// used one.
+func TestMustTally(t *testing.T) {
+	hook := func(h string, reqs ...string) types.ReportEntry {
+		return entry(t, evidence.EntryHook, evidence.HookUse{Hook: h, How: "POST /v1/tasks with a conform.scenario", Requirements: reqs})
+	}
+	gr := run(nil,
+		spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+		spec("A1 and A3 with the hook", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-003"}, hook(evidence.HookScenarios)),
+		spec("A2 fails", types.SpecStateFailed, "x", []string{"req:CORE-A-002"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"}), hook(evidence.HookQuotas, "CORE-A-002")),
+		spec("R1 with the hook, not applicable", types.SpecStateSkipped, "", []string{"req:RCPT-A-001"}, hook(evidence.HookScenarios),
+			entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: "no receipts"})),
+	)
+	rcpt := target.Selection{Level: requirements.Receipts, Run: true, Claimed: true, Reason: "claimed"}
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcpt), Registry: reg(t)}, gr)
+	if q := find(r, "CORE-A-001"); !slices.Equal(q.Hooks, []string{evidence.HookScenarios}) || q.Verdict != Pass {
+		t.Errorf("CORE-A-001 = %s with hooks %v, want pass with the scenario hook", q.Verdict, q.Hooks)
+	}
+	if q := find(r, "RCPT-A-001"); q.Hooks != nil || q.Verdict != Skip {
+		t.Errorf("RCPT-A-001 = %s with hooks %v: a spec not applicable rests on nothing", q.Verdict, q.Hooks)
+	}
+	want := []MustTally{
+		{Observable: 2, VerifiedWithHook: 1, Failed: 1, Hooks: []string{evidence.HookScenarios}}, // A-004 is not observable, A-003 a SHOULD
+		{Observable: 1, NotApplicable: 1},
+	}
+	for i, l := range r.Levels {
+		if l.MUSTs == nil || fmt.Sprint(*l.MUSTs) != fmt.Sprint(want[i]) {
+			t.Errorf("%s MUSTs = %+v, want %+v", l.Level, l.MUSTs, want[i])
+		}
+	}
+	var tb bytes.Buffer
+	WriteTable(&tb, r)
+	if !strings.Contains(tb.String(), "NO-HOOK") || !strings.Contains(tb.String(), "(HOOK: conform.scenarios)") {
+		t.Errorf("the table does not show the MUSTs' evidence:\n%s", tb.String())
+	}
+	checkOutputs(t, r)
 }

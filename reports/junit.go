@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,14 +21,40 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      seconds     `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Cases     []junitCase `xml:"testcase"`
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       seconds         `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+// levelProperties are a level's testsuite properties: its status and how
+// its observable MUSTs ended (docs/report-format.md#junitxml).
+func levelProperties(r *Report, level string) []junitProperty {
+	for _, l := range r.Levels {
+		if string(l.Level) != level {
+			continue
+		}
+		ps := []junitProperty{{Name: "status", Value: string(l.Status)}}
+		if m := l.MUSTs; m != nil {
+			for _, p := range []struct {
+				name string
+				n    int
+			}{{"musts_observable", m.Observable}, {"musts_verified_without_hook", m.VerifiedWithoutHook}, {"musts_verified_with_hook", m.VerifiedWithHook},
+				{"musts_failed", m.Failed}, {"musts_not_verified", m.NotVerified}, {"musts_not_applicable", m.NotApplicable}} {
+				ps = append(ps, junitProperty{Name: p.name, Value: fmt.Sprint(p.n)})
+			}
+			if len(m.Hooks) > 0 {
+				ps = append(ps, junitProperty{Name: "musts_hooks", Value: strings.Join(m.Hooks, ",")})
+			}
+		}
+		return ps
+	}
+	return nil
 }
 
 // seconds renders a duration attribute with millisecond precision.
@@ -129,7 +156,7 @@ func junitPerRequirement(r *Report) junitSuites {
 		specs[s.Name] = s
 	}
 	for _, level := range levels {
-		js := &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt}
+		js := &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt, Properties: levelProperties(r, level)}
 		for _, q := range r.Requirements {
 			if q.Level != level {
 				continue
@@ -151,6 +178,12 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 		}}
 	if q.Expected {
 		c.Properties = append(c.Properties, junitProperty{Name: "expected", Value: "true"})
+	}
+	switch {
+	case len(q.Hooks) > 0:
+		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "with_hook"}, junitProperty{Name: "hooks", Value: strings.Join(q.Hooks, ",")})
+	case q.Verdict == Pass || q.Verdict == Warn || q.Verdict == Fail:
+		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "without_hook"})
 	}
 	detail := requirementDetail(q)
 	switch {
@@ -225,13 +258,20 @@ func junitPerSpec(r *Report) junitSuites {
 		}
 		js := byLevel[level]
 		if js == nil {
-			js = &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt}
+			js = &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt, Properties: levelProperties(r, level)}
 			byLevel[level] = js
 			order = append(order, level)
 		}
 		c := junitCase{Name: s.Name, Classname: "conform." + level, Time: seconds(s.DurationMS / 1000)}
 		for _, id := range s.Requirements {
 			c.Properties = append(c.Properties, junitProperty{Name: "requirement", Value: id})
+		}
+		var hooks []string
+		for _, h := range s.Hooks {
+			if !slices.Contains(hooks, h.Hook) {
+				hooks = append(hooks, h.Hook)
+				c.Properties = append(c.Properties, junitProperty{Name: "hook", Value: h.Hook})
+			}
 		}
 		detail := s.Message
 		if len(s.Transcript) > 0 && s.Transcript[0].Curl != "" {

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -59,18 +60,20 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	if withBaseline {
 		b.WriteString(" Expected |")
 	}
+	b.WriteString(" MUSTs verified without a hook | with a hook | not verified |")
 	b.WriteString("\n|---|---|---:|---:|---:|---:|---:|---:|")
 	if withBaseline {
 		b.WriteString("---:|")
 	}
-	b.WriteString("\n")
+	b.WriteString("---:|---:|---:|\n")
+	var hooks []string
 	for _, l := range r.Levels {
 		if !l.Run {
 			fmt.Fprintf(&b, "| %s | %s | – | – | – | – | – | – |", l.Level, statusText(l.Status))
 			if withBaseline {
 				b.WriteString(" – |")
 			}
-			b.WriteString("\n")
+			b.WriteString(" – | – | – |\n")
 			continue
 		}
 		c := l.Counts
@@ -78,9 +81,20 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		if withBaseline {
 			fmt.Fprintf(&b, " %d |", c.Expected)
 		}
+		if m := l.MUSTs; m != nil {
+			fmt.Fprintf(&b, " %d of %d | %d | %d |", m.VerifiedWithoutHook, m.Observable, m.VerifiedWithHook, m.NotVerified)
+			for _, h := range m.Hooks {
+				if !slices.Contains(hooks, h) {
+					hooks = append(hooks, h)
+				}
+			}
+		} else {
+			b.WriteString(" – | – | – |")
+		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n")
+	slices.Sort(hooks)
+	fmt.Fprintf(&b, "\nMUSTs: the level's observable MUSTs verified without any `conform.*` test hook, verified with one (some of their evidence came through it%s), and not verified (unverified or error).\n\n", mdText(hookNames(hooks)))
 	for _, l := range r.Levels {
 		fmt.Fprintf(&b, "- **%s** %s: %s\n", l.Level, statusText(l.Status), mdText(orDash(l.Why)))
 	}

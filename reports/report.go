@@ -162,6 +162,26 @@ type LevelResult struct {
 	// ToVerify groups the level's unverified observable MUSTs by what the
 	// implementer can do to verify them.
 	ToVerify []Remedy `json:"to_verify,omitempty"`
+	// MUSTs is how the level's observable MUSTs ended and on what evidence
+	// (nil for a level the run did not check).
+	MUSTs *MustTally `json:"musts,omitempty"`
+}
+
+// MustTally counts a level's observable MUSTs (MUST and MUST NOT) by how
+// they ended: verified without any test hook, verified with one (some
+// spec's evidence for it came through a conform.* hook,
+// docs/interpretations.md#hook-attested), failed, not verified
+// (unverified or errored) or not applicable. The five add up to
+// Observable.
+type MustTally struct {
+	Observable          int `json:"observable"`
+	VerifiedWithoutHook int `json:"verified_without_hook"`
+	VerifiedWithHook    int `json:"verified_with_hook"`
+	Failed              int `json:"failed"`
+	NotVerified         int `json:"not_verified"`
+	NotApplicable       int `json:"not_applicable"`
+	// Hooks are the test hooks the level's verified MUSTs rest on.
+	Hooks []string `json:"hooks,omitempty"`
 }
 
 // Remedy is one thing an implementer can do, and the requirements it would
@@ -185,6 +205,10 @@ type ReqResult struct {
 	DurationMS float64    `json:"duration_ms"`
 	Specs      []string   `json:"specs"`
 	Evidence   []Evidence `json:"evidence,omitempty"`
+	// Hooks names the test hooks (conform.scenarios, …) some spec's
+	// evidence for this verdict came through: the verdict is
+	// hook-attested. Empty: no spec that judged it used one.
+	Hooks []string `json:"hooks,omitempty"`
 	// Expected: a baseline lists this requirement and it failed, stayed
 	// unverified or warned; its verdict is kept, but it does not block its
 	// level. Stale: a baseline lists it and it passed.
@@ -200,6 +224,8 @@ type Evidence struct {
 	Message string  `json:"message"`
 	Remedy  string  `json:"remedy,omitempty"`
 	Curl    string  `json:"curl,omitempty"`
+	// Hooks are the test hooks this spec's evidence for it came through.
+	Hooks []string `json:"hooks,omitempty"`
 }
 
 // SpecResult is one Ginkgo spec.
@@ -216,6 +242,9 @@ type SpecResult struct {
 	// Evidence holds the documents the spec attached (a FidelityReport of
 	// the Replay level's tape checks), whatever its verdict.
 	Evidence []evidence.Attachment `json:"evidence,omitempty"`
+	// Hooks are the test hooks the spec used, each with the requirements
+	// whose verdicts rest on it (all the spec's when none are named).
+	Hooks []evidence.HookUse `json:"hooks,omitempty"`
 }
 
 // OpLatency summarises one operation's round trips.

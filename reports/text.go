@@ -107,3 +107,11 @@ func verdictLine(r *Report) string {
 		return "inconclusive (suite or network errors)"
 	}
 }
+
+// hookNames is ": a, b" for the hooks named, or "".
+func hookNames(hooks []string) string {
+	if len(hooks) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(hooks, ", ")
+}

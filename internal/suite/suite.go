@@ -92,19 +92,72 @@ type specState struct {
 	unjudged int              // exchanges past maxTraffic, which the oracle did not see
 
 	atEnd []func() // AtSpecEnd's, run last first
+
+	hooks []evidence.HookUse // the test hooks the spec used (UsedHook, and seen on the wire)
 }
 
 // maxTraffic bounds what one spec keeps for the oracle.
 const maxTraffic = 2000
 
 func (st *specState) observe(t client.Traffic) {
+	hooks := evidence.HooksIn(t)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	for _, h := range hooks {
+		st.addHook(evidence.HookUse{Hook: h, How: hookHow(t, h)})
+	}
 	if len(st.traffic) < maxTraffic {
 		st.traffic = append(st.traffic, t)
 		return
 	}
 	st.unjudged++
+}
+
+// addHook keeps one use of each hook for each set of requirements (the
+// first one's how), and none narrower than a use of the same hook for all
+// the spec's requirements. Call it with st.mu held.
+func (st *specState) addHook(u evidence.HookUse) {
+	for _, h := range st.hooks {
+		if h.Hook == u.Hook && (len(h.Requirements) == 0 || slices.Equal(h.Requirements, u.Requirements)) {
+			return
+		}
+	}
+	if len(u.Requirements) == 0 {
+		st.hooks = slices.DeleteFunc(st.hooks, func(h evidence.HookUse) bool { return h.Hook == u.Hook })
+	}
+	st.hooks = append(st.hooks, u)
+}
+
+// hookHow says what an exchange sent through hook h.
+func hookHow(t client.Traffic, h string) string {
+	what := map[string]string{
+		evidence.HookScenarios:    "with a conform.scenario",
+		evidence.HookVaultSecrets: "with secret values",
+	}[h]
+	return strings.TrimSpace(t.Method + " " + t.Path + " " + what)
+}
+
+// UsedHook records that some of the current spec's evidence came through
+// the test hook named (evidence.Hooks), made as how says: the verdicts on
+// reqs in this spec — on every requirement it names, when reqs is empty —
+// are then hook-attested in the report
+// (docs/interpretations.md#hook-attested). Requests the target accepted
+// with a scenario, vault secrets or to a hook's route are recorded without
+// it, as the spec's client sees them; call it for what the wire does not
+// show: a hook used through another client (the OAuth test tokens), a
+// probe whose hook the verdict rests on only sometimes (the verify
+// extension), objects another spec made (a run shared between specs).
+func UsedHook(hook, how string, reqs ...string) {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	r := slices.Clone(reqs)
+	slices.Sort(r)
+	r = slices.Compact(r)
+	st.mu.Lock()
+	st.addHook(evidence.HookUse{Hook: hook, How: Env().Redactor.String(how), Requirements: r})
+	st.mu.Unlock()
 }
 
 var (
@@ -146,6 +199,13 @@ var _ = AfterEach(func() {
 		atEnd[i]()
 	}
 	judgeTraffic(st)
+	st.mu.Lock()
+	hooks := st.hooks
+	st.hooks = nil
+	st.mu.Unlock()
+	for _, h := range hooks {
+		AddReportEntry(evidence.EntryHook, h, ReportEntryVisibilityNever)
+	}
 	ex, dropped := st.rec.Exchanges()
 	if len(ex) > 0 {
 		samples := make([]evidence.LatencySample, 0, len(ex))
@@ -233,7 +293,10 @@ func gate(env *target.Env) {
 
 // Install sets the run's environment (the conform binary does this before
 // RunSpecs). Without it, Env builds one from CONFORM_* variables.
-func Install(env *target.Env) { installed.Store(env) }
+func Install(env *target.Env) {
+	env.HookUsed = UsedHook
+	installed.Store(env)
+}
 
 // Env returns the run's environment. Under `go test` or the ginkgo CLI it is
 // built once from the CONFORM_* environment (see internal/config); with no
@@ -242,7 +305,12 @@ func Env() *target.Env {
 	if e := installed.Load(); e != nil {
 		return e
 	}
-	envOnce.Do(func() { envValue, envErr = fromEnvironment() })
+	envOnce.Do(func() {
+		envValue, envErr = fromEnvironment()
+		if envValue != nil {
+			envValue.HookUsed = UsedHook
+		}
+	})
 	if envErr != nil {
 		AbortSuite("conform: " + envErr.Error())
 	}

@@ -187,6 +187,9 @@ func (o *OAuth) BadToken(ctx context.Context, kind string) (token, from string, 
 	if err != nil {
 		return "", "", err
 	}
+	if o.env.HookUsed != nil {
+		o.env.HookUsed(OAuthTestTokensCapability, "a "+kind+" token minted with conform_test_token="+kind)
+	}
 	return tok.AccessToken, "the target's " + OAuthTestTokensCapability + " hook", nil
 }
 
