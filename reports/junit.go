@@ -201,12 +201,11 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 		c.Failure = &junitMessage{Message: oneLine(firstLine(q.Message)), Type: "nonconformant", Text: detail}
 	case q.Verdict == Error:
 		c.Error = &junitMessage{Message: oneLine(firstLine(q.Message)), Type: "error", Text: detail}
+	case q.Gate == GateUnverified:
+		// The strict gate fails the run on it: a failure, with the remedy.
+		c.Failure = &junitMessage{Type: "unverified", Text: detail, Message: unverifiedText(q.Message, q.Remedy) + gateNote}
 	case q.Verdict == Unverified:
-		m := "unverified: " + oneLine(q.Message)
-		if q.Remedy != "" {
-			m += " (to verify: " + oneLine(q.Remedy) + ")"
-		}
-		c.Skipped = &junitMessage{Message: m}
+		c.Skipped = &junitMessage{Message: unverifiedText(q.Message, q.Remedy)}
 	case q.Verdict == Skip:
 		c.Skipped = &junitMessage{Message: oneLine(q.Message)}
 	case q.Verdict == Warn:
@@ -214,6 +213,18 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 	}
 	return c
 }
+
+// unverifiedText is an unverified verdict's one-line message.
+func unverifiedText(msg, remedy string) string {
+	m := "unverified: " + oneLine(msg)
+	if remedy != "" {
+		m += " (to verify: " + oneLine(remedy) + ")"
+	}
+	return m
+}
+
+// gateNote says why an unverified MUST is a failure: the gate fails on it.
+const gateNote = " — fails the gate (--fail-on unverified); --fail-on failures lists it without failing"
 
 // requirementDetail is a failure's full text: every message, remedy and
 // reproducing curl line, and the spec link.
@@ -274,16 +285,17 @@ func junitPerSpec(r *Report) junitSuites {
 			}
 		}
 		detail := s.Message
-		if len(s.Transcript) > 0 && s.Transcript[0].Curl != "" {
-			detail += "\n\nreproduce the first request:\n" + s.Transcript[0].Curl
+		if curl := specCurl(s, reqs); curl != "" {
+			detail += "\n\nreproduce the failing exchange:\n" + curl
 		}
 		switch s.Verdict {
 		case Skip:
 			c.Skipped = &junitMessage{Message: "not applicable: " + oneLine(s.Message)}
 		case Unverified:
-			m := "unverified: " + oneLine(s.Message)
-			if s.Remedy != "" {
-				m += " (to verify: " + oneLine(s.Remedy) + ")"
+			m := unverifiedText(s.Message, s.Remedy)
+			if slices.ContainsFunc(s.Requirements, func(id string) bool { return reqs[id].Gate == GateUnverified }) {
+				c.Failure = &junitMessage{Type: "unverified", Message: m + gateNote, Text: detail}
+				break
 			}
 			c.Skipped = &junitMessage{Message: m}
 		case Fail:
@@ -313,6 +325,19 @@ func junitPerSpec(r *Report) junitSuites {
 		out.add(byLevel[l])
 	}
 	return out
+}
+
+// specCurl is the reproducer of a spec's first finding: the failing
+// exchange its requirements' evidence names.
+func specCurl(s SpecResult, reqs map[string]ReqResult) string {
+	for _, id := range s.Requirements {
+		for _, ev := range reqs[id].Evidence {
+			if ev.Spec == s.Name && ev.Curl != "" {
+				return ev.Curl
+			}
+		}
+	}
+	return ""
 }
 
 // expectedFindings returns the ids of a failed spec's failing requirements

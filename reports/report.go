@@ -58,6 +58,9 @@ const (
 	Nonconformant LevelStatus = "nonconformant"
 	NotClaimed    LevelStatus = "not_claimed"
 	NotRequested  LevelStatus = "not_requested"
+	// Undecided: the run stopped (exit 2) before its checks could decide
+	// the level, or before discovery said whether the target claims it.
+	Undecided LevelStatus = "undecided"
 )
 
 // Counts tallies verdicts.
@@ -122,9 +125,42 @@ type Report struct {
 	// Stopped says why the run ended before its specs could decide
 	// (a preflight problem: a user's mistake or a target not up; or the
 	// target stopped answering mid-run). Such a run exits 2.
-	Stopped  *Stopped `json:"stopped,omitempty"`
-	ExitCode int      `json:"exit_code"`
+	Stopped *Stopped `json:"stopped,omitempty"`
+	// Gate is the CI gate the run applied and what it decided (the exit
+	// code); absent only in reports written before it existed.
+	Gate     *Gate `json:"gate,omitempty"`
+	ExitCode int   `json:"exit_code"`
 }
+
+// Gate is the run's CI gate (docs/ci.md#choosing-the-gate): what fails it,
+// and what did.
+type Gate struct {
+	// FailOn is what fails the gate: "unverified" (the default: a failed
+	// MUST, an error, a stale baseline entry, or an observable MUST left
+	// unverified) or "failures" (the same but unverified MUSTs).
+	FailOn string `json:"fail_on"`
+	// Passed: the run exits 0.
+	Passed bool `json:"passed"`
+	// Summary is the one line each report puts first: what the gate
+	// decided, and why.
+	Summary string `json:"summary"`
+	// The requirements of the checked levels by what they do to the gate:
+	// Failed (MUSTs), Errored and Stale fail it; Unverified (observable
+	// MUSTs, not expected by a baseline) fail it when FailOn is
+	// "unverified", and are listed either way.
+	Failed     []string `json:"failed"`
+	Errored    []string `json:"errored"`
+	Unverified []string `json:"unverified"`
+	Stale      []string `json:"stale"`
+}
+
+// Reasons a requirement fails the gate (ReqResult.Gate).
+const (
+	GateFail       = "fail"
+	GateError      = "error"
+	GateUnverified = "unverified"
+	GateStale      = "stale"
+)
 
 // Stopped is why a run could not decide.
 type Stopped struct {
@@ -171,8 +207,8 @@ type LevelResult struct {
 // they ended: verified without any test hook, verified with one (some
 // spec's evidence for it came through a conform.* hook,
 // docs/interpretations.md#hook-attested), failed, not verified
-// (unverified or errored) or not applicable. The five add up to
-// Observable.
+// (unverified or errored), not applicable or not requested (an area the
+// user left out). The six add up to Observable.
 type MustTally struct {
 	Observable          int `json:"observable"`
 	VerifiedWithoutHook int `json:"verified_without_hook"`
@@ -180,6 +216,9 @@ type MustTally struct {
 	Failed              int `json:"failed"`
 	NotVerified         int `json:"not_verified"`
 	NotApplicable       int `json:"not_applicable"`
+	// NotRequested are those the run left out by the user's choice of
+	// areas (--areas, --skip-areas).
+	NotRequested int `json:"not_requested"`
 	// Hooks are the test hooks the level's verified MUSTs rest on.
 	Hooks []string `json:"hooks,omitempty"`
 }
@@ -215,6 +254,12 @@ type ReqResult struct {
 	Expected       bool   `json:"expected,omitempty"`
 	Stale          bool   `json:"stale,omitempty"`
 	BaselineReason string `json:"baseline_reason,omitempty"`
+	// OptedOut: not checked because the user left its area out (--areas,
+	// --skip-areas); its verdict is skip, and it never fails the gate.
+	OptedOut bool `json:"opted_out,omitempty"`
+	// Gate says why this requirement fails the run's gate (GateFail,
+	// GateError, GateUnverified, GateStale); empty when it does not.
+	Gate string `json:"gate,omitempty"`
 }
 
 // Evidence ties a non-passing requirement to the spec that saw it.

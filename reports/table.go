@@ -8,8 +8,12 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable writes the console's final table.
+// WriteTable writes the console's final table: the gate's decision first,
+// then the levels, then what to look at.
 func WriteTable(w io.Writer, r *Report) {
+	if r.Gate != nil {
+		fmt.Fprintf(w, "GATE %s\n", oneLine(r.Gate.Summary))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	withBaseline := r.Baseline != nil
 	head := "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tUNVERIFIED\tSKIP\tERROR"

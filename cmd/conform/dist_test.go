@@ -609,6 +609,29 @@ func TestDistReportAwk(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// The gate: an unverified MUST fails the default gate (an error with
+	// its remedy); under --fail-on failures it is a warning, and listed.
+	gateReport := func(name, failOn string) string {
+		g := &reports.Report{Format: "conform-report/v1", Levels: []reports.LevelResult{level("core", reports.Partial)},
+			Requirements: []reports.ReqResult{{ID: "CORE-DUR-001", Level: "core", Keyword: "MUST", Link: "https://example.test/spec#dur", Verdict: reports.Unverified,
+				Message: "no restart command", Remedy: "give --restart-cmd"}},
+			Gate: &reports.Gate{FailOn: failOn, Summary: "gate " + failOn + ": 1 observable MUST(s) unverified: CORE-DUR-001", Failed: []string{}, Errored: []string{},
+				Unverified: []string{"CORE-DUR-001"}, Stale: []string{}}}
+		if failOn == "unverified" {
+			g.Requirements[0].Gate = reports.GateUnverified
+		}
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reports.WriteJSON(f, g); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	strictPath, failuresPath := gateReport("strict.json", "unverified"), gateReport("failures.json", "failures")
 
 	script := filepath.Join(repoRoot(t), ".ci", "action", "report.awk")
 	awks := map[string][]string{}
@@ -685,6 +708,23 @@ func TestDistReportAwk(t *testing.T) {
 			}
 			if slices.ContainsFunc(as, func(a annotation) bool { return a.title == "CORE-ERR-001 (MUST, core)" }) {
 				t.Errorf("a stopped run annotates each undecided requirement: %v", as)
+			}
+
+			for _, tc := range []struct{ path, kind, says string }{
+				{strictPath, "error", "the gate fails on it (--fail-on unverified)"},
+				{failuresPath, "warning", "the gate lets it through (--fail-on failures)"},
+			} {
+				as := annotations(t, run("annotations", tc.path))
+				if len(as) != 1 || as[0].kind != tc.kind || as[0].title != "CORE-DUR-001 (MUST, core)" || !strings.Contains(as[0].message, tc.says) ||
+					!strings.Contains(as[0].message, "no restart command\nto verify: give --restart-cmd\nhttps://example.test/spec#dur") {
+					t.Errorf("%s: annotations %+v, want one %s saying %q with the reason, the remedy and the link", filepath.Base(tc.path), as, tc.kind, tc.says)
+				}
+				outs := run("outputs", tc.path)
+				for _, want := range []string{"unverified=CORE-DUR-001\n", "gate=gate ", "fail-on="} {
+					if !strings.Contains(outs, want) {
+						t.Errorf("%s: outputs lack %q:\n%s", filepath.Base(tc.path), want, outs)
+					}
+				}
 			}
 		})
 	}

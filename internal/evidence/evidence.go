@@ -72,6 +72,10 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	Message string `json:"message"`
 	Remedy  string `json:"remedy,omitempty"` // with VerdictUnverified
+	// At is how many exchanges the spec had made when the verdict was
+	// recorded: the exchange it is about is the At-th or an earlier one
+	// (0: not known).
+	At int `json:"at,omitempty"`
 }
 
 // Transcript is a failed spec's redacted wire record.

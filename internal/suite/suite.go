@@ -270,7 +270,8 @@ func AtSpecEnd(f func()) {
 // the report lists it under self_checks, never as a verdict on the target.
 var Offline = Label(evidence.OfflineLabel)
 
-// gate skips a spec whose level this run does not check, with the reason.
+// gate skips a spec whose level this run does not check, or all of whose
+// requirements are in areas it does not check, with the reason.
 func gate(env *target.Env) {
 	labels := CurrentSpecReport().Labels()
 	if slices.Contains(labels, evidence.OfflineLabel) {
@@ -288,6 +289,21 @@ func gate(env *target.Env) {
 		if sel := env.Selected(lv); !sel.Run {
 			NotApplicable(fmt.Sprintf("level %s not checked: %s", lv, sel.Reason))
 		}
+	}
+	// A spec all of whose requirements are in areas the run does not
+	// check (--areas, --skip-areas) is not run.
+	var why []string
+	for _, id := range specReqs() {
+		ok, reason := env.AreaChecked(id)
+		if ok {
+			return
+		}
+		if !slices.Contains(why, reason) {
+			why = append(why, reason)
+		}
+	}
+	if len(why) > 0 {
+		NotApplicable("not checked: " + strings.Join(why, "; "))
 	}
 }
 
@@ -342,8 +358,12 @@ func record(req, verdict string, err error) evidence.Verdict {
 // own in this spec.
 func recordMsg(req, verdict, msg, remedy string) evidence.Verdict {
 	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Remedy: remedy}
+	st := current.Load()
+	if st != nil {
+		v.At = st.rec.Len()
+	}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
-	if st := current.Load(); st != nil {
+	if st != nil {
 		st.vmu.Lock()
 		st.judged[req] = true
 		if verdict == evidence.VerdictFail || verdict == evidence.VerdictError {

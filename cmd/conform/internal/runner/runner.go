@@ -324,6 +324,9 @@ func finish(opts Options, rep *reports.Report) error {
 		files = append(files, filepath.Join(cfg.Out, f))
 	}
 	fmt.Fprintf(console, "reports: %s\n", strings.Join(files, ", "))
+	if un := reports.Unjudged(rep); len(un) > 0 {
+		fmt.Fprintf(console, "badges: none for %s (not judged in this run: a badge another run wrote is left as it is)\n", strings.Join(un, ", "))
+	}
 	return nil
 }
 
