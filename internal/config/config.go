@@ -53,21 +53,11 @@ type Timeouts struct {
 
 // Config is a whole run's configuration.
 type Config struct {
-	Target       string   // base URL of the Harness under test; "" = the built-in reference Harness
-	APIKey       string   // bearer key; never printed (see Redacted)
-	APIKeyFile   string   // where APIKey came from, if a file
-	APIKeySource string   // the variable or flag APIKey came from, for hints (never the key)
-	Levels       []string // "claimed", "all", or level names
-	// SkipLevels are levels not checked even when Levels selects them;
-	// Areas, when set, are the only areas checked (requirement-id
-	// prefixes such as CORE-DUR); SkipAreas are areas not checked. What
-	// is not checked by choice is reported "not requested" and never
-	// fails the gate.
-	SkipLevels, Areas, SkipAreas []string
-	// FailOn is what fails the gate (exit 1): FailOnUnverified (the
-	// default: a failed MUST, and an observable MUST left unverified) or
-	// FailOnFailures (a failed MUST only).
-	FailOn          string
+	Target          string   // base URL of the Harness under test; "" = the built-in reference Harness
+	APIKey          string   // bearer key; never printed (see Redacted)
+	APIKeyFile      string   // where APIKey came from, if a file
+	APIKeySource    string   // the variable or flag APIKey came from, for hints (never the key)
+	Levels          []string // "claimed", "all", or level names
 	Out             string   // report directory
 	Timeouts        Timeouts //
 	LabelFilter     string   // Ginkgo label filter, ANDed with the level selection
@@ -96,6 +86,16 @@ type Config struct {
 	// requirements that fail or stay unverified are expected, and a listed
 	// one that now passes is stale.
 	Baseline string
+	// SkipLevels are levels not checked even when Levels selects them;
+	// Areas, when set, are the only areas checked (requirement-id
+	// prefixes such as CORE-DUR); SkipAreas are areas not checked. What
+	// is not checked by choice is reported "not requested" and never
+	// fails the gate.
+	SkipLevels, Areas, SkipAreas []string
+	// FailOn is what fails the gate (exit 1): FailOnUnverified (the
+	// default: a failed MUST, and an observable MUST left unverified) or
+	// FailOnFailures (a failed MUST only).
+	FailOn string
 	// JUnit is the granularity of junit.xml: "requirement" (one testcase
 	// per requirement, the default) or "spec" (one per Ginkgo spec).
 	JUnit string
