@@ -775,6 +775,9 @@ func judgeTraffic(st *specState) {
 			if !ok || !env.Selected(r.Level).Run {
 				continue
 			}
+			if checked, _ := env.AreaChecked(v.Req); !checked {
+				continue // an area the user left out
+			}
 			if f := byReq[v.Req]; f != nil {
 				f.more++
 				continue
