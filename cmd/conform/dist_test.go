@@ -480,6 +480,14 @@ func TestDistActionCannotRun(t *testing.T) {
 			!strings.Contains(errs[0].message, "secrets.HARNESS_API_KEY") || !strings.Contains(errs[0].message, "fork") {
 			t.Errorf("want one ::error naming the empty api-key input, the secret and forks; got %v", errs)
 		}
+		// The condition it suggests must not skip the gate on push (where
+		// github.event.pull_request is empty): the docs' condition.
+		if len(errs) == 1 && !strings.Contains(errs[0].message, "if: github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository") {
+			t.Errorf("the fork hint's if: would skip the gate on push: %q", errs[0].message)
+		}
+		if docs := readRepoFile(t, "docs/ci.md"); !strings.Contains(docs, "if: github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository") {
+			t.Error("docs/ci.md's fork condition is not the one the action suggests")
+		}
 		out := r.outputs(t)
 		if out["exit-code"] != "2" || out["result"] != "inconclusive" {
 			t.Errorf("outputs %v, want exit-code 2, result inconclusive", out)
@@ -1065,8 +1073,18 @@ func TestDistActionMetadata(t *testing.T) {
 	if !setupGo || !uploads || !cache {
 		t.Errorf("setup-go step %v, cache step %v, upload-artifact step %v: want all three", setupGo, cache, uploads)
 	}
-	if strings.Contains(raw, "result=error") || !strings.Contains(raw, "conformant, nonconformant or inconclusive") {
-		t.Error("action.yml does not document result as conformant, nonconformant or inconclusive, as github.sh writes it")
+	// result: every value run.sh writes, and only those, documented.
+	script := readRepoFile(t, ".ci/action/run.sh")
+	for _, v := range []string{"conformant", "passed", "nonconformant", "inconclusive"} {
+		if !regexp.MustCompile(`(echo |result=)` + v + `\b`).MatchString(script) {
+			t.Errorf(".ci/action/run.sh never writes result %s", v)
+		}
+		if !regexp.MustCompile(`\b` + v + ` \(`).MatchString(a.Outputs["result"].Description) {
+			t.Errorf("action.yml does not document result %s (with what it means): %q", v, a.Outputs["result"].Description)
+		}
+	}
+	if strings.Contains(raw, "result=error") {
+		t.Error("action.yml documents result=error, which run.sh never writes")
 	}
 	for name, o := range a.Outputs {
 		if o.Value != "${{ steps.run.outputs."+name+" }}" || o.Description == "" {
