@@ -626,24 +626,6 @@ func list(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-// ExitCode is the CI gate: 0 every checked level conformant, 1 a level
-// nonconformant or partial for skipped requirements, 2 a suite or network
-// error left a level undecided.
-func ExitCode(levels []LevelResult) int {
-	code := 0
-	for _, l := range levels {
-		switch {
-		case l.Status == Nonconformant:
-			return 1
-		case l.Status == Partial && l.Counts.Error > 0:
-			code = 2
-		case l.Status == Partial && code == 0:
-			code = 1
-		}
-	}
-	return code
-}
-
 func latencies(lat map[string][]float64) []OpLatency {
 	out := []OpLatency{}
 	for op, xs := range lat {

@@ -218,6 +218,15 @@ func runSpecs(opts Options, env *target.Env, reg *requirements.Registry, known *
 			fmt.Fprintf(console, "  %s: skipped (%s)\n", s.Level, s.Reason)
 		}
 	}
+	if len(cfg.Areas) > 0 {
+		fmt.Fprintf(console, "  areas: only %s (--areas)\n", strings.Join(cfg.Areas, ", "))
+	}
+	if len(cfg.SkipAreas) > 0 {
+		fmt.Fprintf(console, "  areas: not %s (--skip-areas)\n", strings.Join(cfg.SkipAreas, ", "))
+	}
+	if cfg.FailOn == config.FailOnFailures {
+		fmt.Fprintln(console, "  gate: --fail-on failures (unverified MUSTs are listed, and do not fail the run)")
+	}
 	if env.Discovery.Error != "" {
 		fmt.Fprintf(console, "  discovery failed: %s\n", env.Redactor.String(env.Discovery.Error))
 	}
