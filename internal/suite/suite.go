@@ -309,10 +309,7 @@ func gate(env *target.Env) {
 
 // Install sets the run's environment (the conform binary does this before
 // RunSpecs). Without it, Env builds one from CONFORM_* variables.
-func Install(env *target.Env) {
-	env.HookUsed = UsedHook
-	installed.Store(env)
-}
+func Install(env *target.Env) { installed.Store(env) }
 
 // Env returns the run's environment. Under `go test` or the ginkgo CLI it is
 // built once from the CONFORM_* environment (see internal/config); with no
@@ -321,12 +318,7 @@ func Env() *target.Env {
 	if e := installed.Load(); e != nil {
 		return e
 	}
-	envOnce.Do(func() {
-		envValue, envErr = fromEnvironment()
-		if envValue != nil {
-			envValue.HookUsed = UsedHook
-		}
-	})
+	envOnce.Do(func() { envValue, envErr = fromEnvironment() })
 	if envErr != nil {
 		AbortSuite("conform: " + envErr.Error())
 	}

@@ -82,11 +82,6 @@ type Env struct {
 	// the built-in reference Harness); nil when the run cannot, and the
 	// durability checks are then unverified.
 	Restart RestartFunc
-	// HookUsed, when set, is told that the current spec's evidence came
-	// through a test hook (evidence.Hooks) the suite used through this
-	// package (the OAuth test tokens): internal/suite sets it, so that
-	// the verdicts are labelled hook-attested.
-	HookUsed func(hook, how string, reqs ...string)
 
 	oauthMu sync.Mutex
 	oauth   *OAuth // resolved by OAuth (oauth.go)
