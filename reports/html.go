@@ -34,7 +34,7 @@ code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 pre{background:var(--alt);border:1px solid var(--line);padding:.5em;white-space:pre-wrap;word-break:break-all;max-height:30em;overflow:auto;margin:.3em 0}
 .muted{color:var(--muted)}.pill{display:inline-block;padding:0 .5em;border-radius:1em;font-weight:600;color:#fff;white-space:nowrap}
 .s-conformant,.v-pass{background:var(--pass)}.s-nonconformant,.v-fail{background:var(--fail)}.s-partial,.v-unverified{background:var(--unv)}
-.v-warn{background:var(--warn)}.v-error{background:var(--err)}.s-not_claimed,.s-not_requested,.v-skip{background:var(--skip)}
+.v-warn{background:var(--warn)}.v-error,.s-undecided{background:var(--err)}.s-not_claimed,.s-not_requested,.v-skip{background:var(--skip)}
 .x{background:#0969da}.st{background:var(--fail)}
 .filters{display:flex;gap:.6em;align-items:center;margin:.4em 0;flex-wrap:wrap}.filters input{flex:1;min-width:16em;padding:.3em}.filters select{padding:.3em}
 details{border:1px solid var(--line);border-radius:4px;padding:.3em .6em;margin:.4em 0}details>summary{cursor:pointer}
@@ -97,6 +97,7 @@ seed {{.R.Seed}} · {{printf "%.1f" .Seconds}} s · started {{.R.StartedAt}} · 
 </header>
 <section class="gate g-{{.GateClass}}" id="gate"><strong>Gate:</strong> <span class="msg">{{.GateSummary}}</span></section>
 {{with .R.Stopped}}{{if .Hint}}<p>What to do: {{.Hint}}</p>{{end}}{{end}}
+{{with .Unchecked}}<p class="muted">{{.}}.</p>{{end}}
 
 <h2 id="problems">Problems</h2>
 {{if .Problems}}<ul class="problems">
@@ -225,6 +226,7 @@ type htmlView struct {
 	R                *Report
 	GateSummary      string
 	GateClass        string // pass, fail or undecided
+	Unchecked        string // a stopped run's requirements it left unchecked, on one line
 	Problems         []htmlProblem
 	Checked          []LevelResult // the levels the run checked
 	NotChecked       []LevelResult // the others, collapsed to one line
@@ -329,6 +331,8 @@ func problems(r *Report) []htmlProblem {
 			expected = append(expected, q.ID)
 		case q.Verdict == Fail:
 			failed = append(failed, q.ID)
+		case q.Verdict == Error && byStop(r, q):
+			// One line under the gate says the run stopped before them.
 		case q.Verdict == Error:
 			errored = append(errored, q.ID)
 		case q.Verdict == Unverified && mandatory(q):
@@ -423,6 +427,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		}
 	}
 	v.Problems = problems(r)
+	_, _, v.Unchecked = stopLines(r)
 	anchors := map[string]string{}
 	for i, s := range r.Specs {
 		if len(s.Transcript) == 0 {

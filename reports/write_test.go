@@ -504,3 +504,44 @@ func TestWriteAllRecordsSchemaProblems(t *testing.T) {
 		t.Errorf("suite defects %v; want the schema problem at /requirements/0/verdict", d)
 	}
 }
+
+// A run stopped before its specs: honest statuses (undecided, never
+// partial or not claimed), no badge, and the requirements it left
+// unchecked on one line rather than one problem each.
+func TestStoppedRunReports(t *testing.T) {
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptOff), Registry: reg(t)}, run(nil))
+	Stop(r, Stopped{Stage: "reach", Message: "the target did not answer", Hint: "start it first"})
+	for _, l := range r.Levels {
+		if l.Status != Undecided {
+			t.Errorf("%s is %s, want undecided", l.Level, l.Status)
+		}
+	}
+	for _, f := range Files(r) {
+		if strings.HasPrefix(f, "badge-") {
+			t.Errorf("a stopped run writes %s", f)
+		}
+	}
+	var h, md bytes.Buffer
+	if err := WriteHTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"report.html": h.String(), "summary.md": md.String()} {
+		for _, want := range []string{"not decided (exit 2): the run stopped (reach): the target did not answer", "start it first", "not checked because the run stopped"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
+		for _, bad := range []string{"Errors (", "pill s-partial", "**partial**", "g-fail"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s of a stopped run says %q", name, bad)
+			}
+		}
+	}
+	if !strings.Contains(h.String(), `class="gate g-undecided"`) {
+		t.Error("report.html does not mark the gate undecided")
+	}
+	checkOutputs(t, r)
+}
