@@ -451,12 +451,27 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 					res.Evidence = append(res.Evidence, ev)
 				}
 			}
-			// The message and remedy come from the most severe evidence.
+			// The message and remedy come from the most severe evidence,
+			// and so do the hooks of a verdict other than pass: a failure
+			// rests on the specs that saw it, a pass on every spec.
+			found := false
+			var hooks []string
 			for _, ev := range res.Evidence {
-				if ev.Verdict == res.Verdict {
-					res.Message, res.Remedy = ev.Message, ev.Remedy
-					break
+				if ev.Verdict != res.Verdict {
+					continue
 				}
+				if !found {
+					res.Message, res.Remedy, found = ev.Message, ev.Remedy, true
+				}
+				for _, h := range ev.Hooks {
+					if !slices.Contains(hooks, h) {
+						hooks = append(hooks, h)
+					}
+				}
+			}
+			if res.Verdict != Pass {
+				sort.Strings(hooks)
+				res.Hooks = hooks
 			}
 		case !q.Observable:
 			res.Verdict, res.Message = Skip, "not wire-observable: "+q.Reason

@@ -452,6 +452,7 @@ func TestMustTally(t *testing.T) {
 		spec("A1 and A3 with the hook", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-003"}, hook(evidence.HookScenarios)),
 		spec("A2 fails", types.SpecStateFailed, "x", []string{"req:CORE-A-002"},
 			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"}), hook(evidence.HookQuotas, "CORE-A-002")),
+		spec("A2 passes with the scenario hook", types.SpecStatePassed, "", []string{"req:CORE-A-002"}, hook(evidence.HookScenarios)),
 		spec("R1 with the hook, not applicable", types.SpecStateSkipped, "", []string{"req:RCPT-A-001"}, hook(evidence.HookScenarios),
 			entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: "no receipts"})),
 	)
@@ -459,6 +460,10 @@ func TestMustTally(t *testing.T) {
 	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcpt), Registry: reg(t)}, gr)
 	if q := find(r, "CORE-A-001"); !slices.Equal(q.Hooks, []string{evidence.HookScenarios}) || q.Verdict != Pass {
 		t.Errorf("CORE-A-001 = %s with hooks %v, want pass with the scenario hook", q.Verdict, q.Hooks)
+	}
+	// A failure rests on the specs that saw it, not on another's pass.
+	if q := find(r, "CORE-A-002"); !slices.Equal(q.Hooks, []string{evidence.HookQuotas}) || q.Verdict != Fail {
+		t.Errorf("CORE-A-002 = %s with hooks %v, want a failure seen through the quota hook only", q.Verdict, q.Hooks)
 	}
 	if q := find(r, "RCPT-A-001"); q.Hooks != nil || q.Verdict != Skip {
 		t.Errorf("RCPT-A-001 = %s with hooks %v: a spec not applicable rests on nothing", q.Verdict, q.Hooks)
