@@ -52,6 +52,25 @@ func init() {
 			})
 		}))
 
+	// A legal reading of the replay cursor: a cursor into the source's
+	// log (docs/interpretations.md#replay-cursor), the original event's id,
+	// which the source's event list takes as after_event_id.
+	wireVariant(fault.Variant{Name: "replay-cursor-source",
+		Doc:   "replay.replay_cursor is a cursor into the source task's log (the original event's id) rather than the replayed event's own",
+		Level: "replay",
+		Met:   true},
+		func(next http.Handler, env Env) (http.Handler, error) {
+			return rewritingFunc(func(r *http.Request, v any) {
+				eachObject(v, "event", func(e map[string]any) {
+					rp, _ := e["replay"].(map[string]any)
+					if orig, _ := rp["original_event_id"].(string); orig != "" && rp["replay_cursor"] != nil {
+						rp["replay_cursor"] = orig
+						env.Used()
+					}
+				})
+			})(next), nil
+		})
+
 	// A replay of a task that does not exist is a server error.
 	wireFault(fault.Fault{Name: "replay-unknown-task-500",
 		Doc:   "POST /v1/tasks/{id}/replay of a task that does not exist answers 500 internal_error instead of 404",
