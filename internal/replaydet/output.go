@@ -1,6 +1,7 @@
 package replaydet
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -106,44 +107,48 @@ var mustReplay = map[string]bool{"agent.message": true, "agent.tool_result": tru
 // whole log; a from_checkpoint replay's boundary otherwise) that are not
 // the source's own lifecycle can be stood for. An output event stands for
 // the first such source event after the previous pair's with its kind and
-// its content (Content) — or with its kind alone when substituted says
-// the source event's material was replaced by an override the replay
-// applied. One that matches only earlier source events is OutOfOrder (or
-// BeforeBoundary), one that matches none Unsourced.
+// its content (Content); failing that, for the first after it with its
+// kind alone whose material an override the replay applied replaced
+// (substituted says which). One that matches only earlier source events,
+// by the same two rules, is OutOfOrder (or BeforeBoundary), one that
+// matches none Unsourced. Content comes first, so that an event replayed
+// as recorded is never taken for the substitute of another.
 func Pair(src, out []map[string]any, from int, substituted func(src map[string]any) bool) Pairing {
-	match := func(o, s map[string]any) bool {
-		if o["event"] != s["event"] {
-			return false
-		}
-		return Content(o) == Content(s) || (substituted != nil && substituted(s))
+	same := func(o, s map[string]any) bool { return o["event"] == s["event"] && Content(o) == Content(s) }
+	replaced := func(o, s map[string]any) bool {
+		return o["event"] == s["event"] && substituted != nil && substituted(s)
 	}
-	eligible := func(i int) bool {
-		k, _ := src[i]["event"].(string)
-		return i > from && !Live(k)
+	live := func(i int) bool { k, _ := src[i]["event"].(string); return Live(k) }
+	// after finds the first source event after position last that m
+	// matches; before, the last one up to last.
+	after := func(o map[string]any, last int, m func(o, s map[string]any) bool) int {
+		for j := max(last, from) + 1; j < len(src); j++ {
+			if !live(j) && m(o, src[j]) {
+				return j
+			}
+		}
+		return -1
+	}
+	before := func(o map[string]any, last int, m func(o, s map[string]any) bool) int {
+		for j := min(last, len(src)-1); j >= 0; j-- {
+			if !live(j) && m(o, src[j]) {
+				return j
+			}
+		}
+		return -1
 	}
 	var p Pairing
 	used := map[int]bool{}
 	last := from
 	for _, o := range out {
 		pr := Paired{Out: o, SrcIndex: -1, Place: Unsourced}
-		for j := last + 1; j < len(src); j++ {
-			if eligible(j) && match(o, src[j]) {
-				pr.Src, pr.SrcIndex, pr.Place = src[j], j, InOrder
-				last = j
-				break
-			}
-		}
-		if pr.Src == nil {
-			for j := last; j >= 0; j-- {
-				if k, _ := src[j]["event"].(string); Live(k) || !match(o, src[j]) {
-					continue
-				}
-				pr.Src, pr.SrcIndex = src[j], j
-				pr.Place = OutOfOrder
-				if j <= from {
-					pr.Place = BeforeBoundary
-				}
-				break
+		if j := cmp.Or(after(o, last, same)+1, after(o, last, replaced)+1) - 1; j >= 0 {
+			pr.Src, pr.SrcIndex, pr.Place = src[j], j, InOrder
+			last = j
+		} else if j := cmp.Or(before(o, last, same)+1, before(o, last, replaced)+1) - 1; j >= 0 {
+			pr.Src, pr.SrcIndex, pr.Place = src[j], j, OutOfOrder
+			if j <= from {
+				pr.Place = BeforeBoundary
 			}
 		}
 		if pr.Src != nil {
@@ -152,7 +157,7 @@ func Pair(src, out []map[string]any, from int, substituted func(src map[string]a
 		p.Pairs = append(p.Pairs, pr)
 	}
 	for j := from + 1; j < len(src); j++ {
-		if k, _ := src[j]["event"].(string); eligible(j) && mustReplay[k] && !used[j] {
+		if k, _ := src[j]["event"].(string); !Live(k) && mustReplay[k] && !used[j] {
 			p.Missed = append(p.Missed, j)
 		}
 	}

@@ -139,3 +139,30 @@ func TestRecycledIDs(t *testing.T) {
 		t.Errorf("recycled = %v, want e2 and the repeated id", got)
 	}
 }
+
+// An event replayed as recorded is never taken for the substitute of
+// another of its kind: reversed, the recorded second answer still stands
+// for the second, and the substituted first for the first.
+func TestPairPrefersContentToSubstitution(t *testing.T) {
+	src := source()
+	out := Output(replayOf(src, -1))
+	out[1]["payload"].(map[string]any)["text"] = "the override"
+	slices.Reverse(out)
+	sub := func(s map[string]any) bool { return s["payload"].(map[string]any)["override_key"] == "llm:main:1" }
+	p := Pair(src, out, -1, sub)
+	for _, pr := range p.Pairs {
+		if pr.Out["event"] != "agent.message" {
+			continue
+		}
+		want := "e5"
+		if pr.Out["payload"].(map[string]any)["text"] == "the override" {
+			want = "e3"
+		}
+		if pr.Src == nil || pr.Src["id"] != want {
+			t.Errorf("%v stands for %v, want %s", pr.Out["payload"], pr.Src, want)
+		}
+	}
+	if len(p.Missed) > 0 {
+		t.Errorf("missed %v", p.Missed)
+	}
+}

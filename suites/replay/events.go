@@ -162,10 +162,6 @@ func judgeMeta(ctx context.Context, src *source, rep *replayRun, mode string, ap
 		return
 	}
 	idx := src.index()
-	pos := map[string]int{} // position of each event in the replay task's list
-	for i, e := range rep.events {
-		pos[str(e, "id")] = i
-	}
 	pairs := replaydet.Pair(src.events, out, from, substitutedBy(applied))
 	sawKey := false
 	lastOrig := ""
@@ -194,7 +190,7 @@ func judgeMeta(ctx context.Context, src *source, rep *replayRun, mode string, ap
 		if cur == "" {
 			suite.Check("RPLY-META-004", fmt.Errorf("%s: replay.replay_cursor = %s, want a cursor", at, jsonOf(m["replay_cursor"])))
 		} else {
-			suite.Check("RPLY-META-004", cursorWorks(ctx, src, rep, pos[id], pr.SrcIndex, cur, at))
+			suite.Check("RPLY-META-004", cursorWorks(ctx, src, rep, e, pr.Src, cur, at))
 		}
 		if got := str(m, "mode"); got != mode {
 			suite.Check("RPLY-META-005", fmt.Errorf("%s: replay.mode = %s, want %q, the request's mode", at, jsonOf(m["mode"]), mode))
@@ -239,50 +235,62 @@ func ownIDs(src *source, rep *replayRun) error {
 	return nil
 }
 
-// cursorWorks checks that the replay_cursor cur of the event at position
-// i of replay task rep's list (standing for source event j, -1 when none)
-// works as a cursor (docs/interpretations.md#replay-cursor): read as
-// after_event_id on the replay task's event list it gives the events that
-// follow the event (or, read on the source task's list, those that follow
-// the source event it stands for).
-func cursorWorks(ctx context.Context, src *source, rep *replayRun, i, j int, cur, at string) error {
+// cursorWorks checks that the replay_cursor cur of output event e
+// (standing for source event srcEv, nil when none) works as a cursor
+// (docs/interpretations.md#replay-cursor): read as after_event_id on the
+// replay task's event list, it gives the events that follow e — those the
+// list read whole holds after it, or what a read after e's own id gives
+// (so that how ranges are read, RPLY-RANGE's, is not judged here) — or,
+// read on the source task's list, those that follow srcEv, by the same
+// two measures.
+func cursorWorks(ctx context.Context, src *source, rep *replayRun, e, srcEv map[string]any, cur, at string) error {
 	GinkgoHelper()
 	const limit = 3
-	read := func(task string, all []map[string]any, k int) string {
+	var why []string
+	try := func(task string, all []map[string]any, ev map[string]any, what string) bool {
 		path := "/v1/tasks/" + client.Seg(task) + "/events"
 		got, resp, err := readRange(ctx, path, cur, limit)
-		want := ids(all[k+1 : min(len(all), k+1+limit)])
 		if err != nil {
-			return err.Error()
+			why = append(why, fmt.Sprintf("on %s: %v", what, err))
+			return false
 		}
-		// Events the task emitted after its list was read (a late
-		// receipt event) may follow the ones that were read.
-		known := map[string]bool{}
-		for _, id := range ids(all) {
-			known[id] = true
+		if follows(ids(got), all, ev, limit) {
+			return true
 		}
-		g := ids(got)
-		ok := len(g) >= len(want) && jsonOf(g[:len(want)]) == jsonOf(want)
-		for _, id := range g[min(len(g), len(want)):] {
-			ok = ok && !known[id]
+		if byID, _, err := readRange(ctx, path, str(ev, "id"), limit); err == nil && jsonOf(ids(byID)) == jsonOf(ids(got)) {
+			return true
 		}
-		if !ok {
-			return fmt.Sprintf("GET %s?after_event_id=%s&limit=%d: %s %v, want the events that follow %v", path, cur, limit, resp, g, want)
-		}
-		return ""
+		why = append(why, fmt.Sprintf("on %s: GET %s?after_event_id=%s&limit=%d: %s %v, not the events that follow %s", what, path, cur, limit, resp, ids(got), str(ev, "id")))
+		return false
 	}
-	why := read(rep.id, rep.events, i)
-	if why == "" {
+	if try(rep.id, rep.events, e, "the replay task's list") || (srcEv != nil && try(src.id, src.events, srcEv, "the source task's list")) {
 		return nil
 	}
-	if j >= 0 {
-		if w := read(src.id, src.events, j); w == "" {
-			return nil
-		} else {
-			why += "; on the source's list, " + w
+	return fmt.Errorf("%s: replay.replay_cursor %s does not work as a cursor: %s; a replay cursor is exposed for clients to use when ids are remapped", at, jsonOf(cur), strings.Join(why, "; "))
+}
+
+// follows reports whether got (ids, at most limit) are the events that
+// follow ev in all, a list read whole: the next ones, then maybe events
+// the list did not hold yet (one the task emitted after it was read).
+func follows(got []string, all []map[string]any, ev map[string]any, limit int) bool {
+	k := slices.IndexFunc(all, func(x map[string]any) bool { return jsonOf(x) == jsonOf(ev) })
+	if k < 0 {
+		return false
+	}
+	want := ids(all[k+1 : min(len(all), k+1+limit)])
+	if len(got) < len(want) || jsonOf(got[:len(want)]) != jsonOf(want) {
+		return false
+	}
+	known := map[string]bool{}
+	for _, id := range ids(all) {
+		known[id] = true
+	}
+	for _, id := range got[len(want):] {
+		if known[id] {
+			return false
 		}
 	}
-	return fmt.Errorf("%s: replay.replay_cursor %s does not work as a cursor: %s; a replay cursor is exposed for clients to use when ids are remapped", at, jsonOf(cur), why)
+	return true
 }
 
 // sseFeed opens the SSE stream of path.
