@@ -104,8 +104,11 @@ var (
 	// once it has sent the history; of sessions that open at once, some
 	// are never woken for live events.
 	FaultWSSubscribersLost = declare(fault.Fault{Name: "ws-subscribers-lost",
-		Doc:   "WebSocket session streams register for live events in a subscriber list updated without a lock (read when a delivery run starts, stored after the history): of sessions opened at once, some deliver no live event",
-		Fails: []string{"EXT-WS-016"}, Race: true})
+		Doc:       "WebSocket session streams register for live events in a subscriber list updated without a lock (read when a delivery run starts, stored after the history): of sessions opened at once, some deliver no live event",
+		Fails:     []string{"EXT-WS-016"},
+		Tolerated: []string{"EXT-WS-012"},
+		Why:       "a session stream resumed while its old run unsubscribes can lose its registration the same way, and then waits for a live event that never comes (EXT-WS-012)",
+		Race:      true})
 	// docs/interpretations.md#fail-fast: the suite's deliberately silent
 	// probe gets no frame, while every authenticated session works; only
 	// that probe's requirement may fail, whatever the spec order.
