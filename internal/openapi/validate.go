@@ -53,6 +53,13 @@ type Violation struct {
 	// where it declares 201 or 202): legal for an idempotent replay, which
 	// the caller, not the document, can tell.
 	UndeclaredSuccess bool
+	// Keyword is the JSON Schema keyword a body value failed ("type",
+	// "required", "enum", "minimum", "format", "pattern", "anyOf", …), ""
+	// for a violation that is not about a body value (a status, a header, a
+	// parameter, a body that is not JSON).
+	Keyword string
+	// Want holds the values an "enum" or "const" keyword allows.
+	Want []any
 }
 
 // Error reads like
@@ -380,7 +387,9 @@ func (d *Doc) checkJSON(x exchange, s *jsonschema.Schema, body []byte) []Violati
 		if l.hasValue {
 			val = jsonValue(l.value)
 		}
-		out = append(out, x.violation(jsonv.Pointer(l.loc...), val, l.msg, req))
+		v := x.violation(jsonv.Pointer(l.loc...), val, l.msg, req)
+		v.Keyword, v.Want = l.keyword, l.want
+		out = append(out, v)
 	}
 	return out
 }
@@ -524,6 +533,11 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 				b.excluded = true
 				b.disc = append(b.disc, l.want...)
 				b.discTok = l.loc[len(loc)]
+			case l.keyword == "type" && len(l.loc) == len(loc)+1 &&
+				slices.Equal(l.loc[:len(loc)], loc) && (l.loc[len(loc)] == "type" || l.loc[len(loc)] == "object"):
+				// The discriminator itself has the wrong JSON type.
+				b.excluded = true
+				b.discType = &l
 			}
 		}
 		if b.disc == nil {
@@ -548,6 +562,14 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 		l.want = want
 		return
 	}
+	// Every alternative's discriminator has the wrong JSON type (a part
+	// whose type is a number): that member's finding.
+	if len(kept) == 0 {
+		if l, ok := discTypeLeaf(all); ok {
+			w.leaves = append(w.leaves, l)
+			return
+		}
+	}
 	// Alternatives that each require members ("supportedInterfaces or
 	// url"): one finding about the object, naming them.
 	if missing, ok := onlyMissing(all, loc); ok {
@@ -561,6 +583,20 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 		names = append(names, b.name)
 	}
 	w.add(e, frames, loc, keyword, "value matches none of the alternatives: "+strings.Join(names, ", "))
+}
+
+// discTypeLeaf reports whether every branch found its discriminator of
+// the wrong JSON type, and returns the first such finding.
+func discTypeLeaf(all []*branch) (leaf, bool) {
+	if len(all) == 0 {
+		return leaf{}, false
+	}
+	for _, b := range all {
+		if b.discType == nil || !slices.Equal(b.discType.loc, all[0].discType.loc) {
+			return leaf{}, false
+		}
+	}
+	return *all[0].discType, true
 }
 
 // onlyMissing reports whether every branch failed only for want of members
@@ -588,6 +624,7 @@ type branch struct {
 	excluded bool
 	disc     []any  // the discriminator values the branch wants
 	discTok  string // the discriminator member: "type" or "object"
+	discType *leaf  // the discriminator member has the wrong JSON type
 }
 
 func sameDiscriminator(bs []*branch) bool {
@@ -685,7 +722,7 @@ func finish(vs []Violation) []Violation {
 	})
 	out := vs[:1]
 	for _, v := range vs[1:] {
-		if v != out[len(out)-1] {
+		if !sameViolation(v, out[len(out)-1]) {
 			out = append(out, v)
 		}
 	}
@@ -695,6 +732,13 @@ func finish(vs []Violation) []Violation {
 			Message: fmt.Sprintf("%d more violations not listed", n-maxViolations+1)})
 	}
 	return out
+}
+
+// sameViolation reports whether two violations say the same thing.
+func sameViolation(a, b Violation) bool {
+	return a.Kind == b.Kind && a.Op == b.Op && a.OperationID == b.OperationID && a.Pointer == b.Pointer &&
+		a.Value == b.Value && a.Message == b.Message && a.Req == b.Req && a.UndeclaredSuccess == b.UndeclaredSuccess &&
+		a.Keyword == b.Keyword && jsonValue(a.Want) == jsonValue(b.Want)
 }
 
 func pickMedia(content map[string]*media, ct string) *media {
