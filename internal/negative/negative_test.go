@@ -1,0 +1,339 @@
+package negative
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/openapi"
+)
+
+func doc(t testing.TB) *openapi.Doc {
+	t.Helper()
+	d, err := openapi.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func op(t testing.TB, id string) openapi.Operation {
+	t.Helper()
+	o, ok := doc(t).Operation(id)
+	if !ok {
+		t.Fatalf("no operation %s", id)
+	}
+	return o
+}
+
+func submitBase(t testing.TB) Base {
+	return Base{Op: op(t, "submitSessionTask"), PathIDs: map[string]string{"session_id": "s1"},
+		Body: map[string]any{"input": message("hi")}}
+}
+
+func find(ms []Mutation, c Class, member string) (Mutation, bool) {
+	for _, m := range ms {
+		if m.Class == c && m.Member() == member {
+			return m, true
+		}
+	}
+	return Mutation{}, false
+}
+
+// The document, not the generator, says which requests are invalid.
+func TestGenerateAndClassify(t *testing.T) {
+	d := doc(t)
+	base := submitBase(t)
+	ms := Generate(d, base, rngFor(1, "x"))
+	seen := map[Class]bool{}
+	for _, m := range ms {
+		seen[m.Class] = true
+	}
+	for _, c := range Classes {
+		if c == OutOfRange || c == BadFormat || c == EmptyBody {
+			continue // submit has no bounded number, no format and takes no empty body… checked below on other operations
+		}
+		if !seen[c] {
+			t.Errorf("no %s mutation for submitSessionTask", c)
+		}
+	}
+	for _, tc := range []struct {
+		class  Class
+		member string
+		want   Expect
+	}{
+		{MissingRequired, "input", Refuse},
+		{WrongType, "persona_id", Refuse},
+		{WrongType, "input", Refuse},
+		{OutOfEnum, "input.role", Tolerate}, // input may be any JSON object too
+		{EmptyString, "input.parts[0].text", Tolerate},
+		{UnknownMember, "conform_unknown_member", Accept},
+		{OversizedString, "persona_id", Tolerate},
+	} {
+		m, ok := find(ms, tc.class, tc.member)
+		if !ok {
+			t.Errorf("no %s mutation of %s", tc.class, tc.member)
+			continue
+		}
+		if got, _ := Classify(d, Apply(base, []Mutation{m})); got != tc.want {
+			t.Errorf("%s: classified %s, want %s", m, got, tc.want)
+		}
+	}
+	trunc := Base{Op: op(t, "truncateSession"), PathIDs: map[string]string{"session_id": "s1"}, Body: map[string]any{"keep_first": json.Number("3")}}
+	tms := Generate(d, trunc, rngFor(1, "y"))
+	m, ok := find(tms, OutOfRange, "keep_first")
+	if !ok {
+		t.Fatal("no out-of-range keep_first")
+	}
+	if got, _ := Classify(d, Apply(trunc, []Mutation{m})); got != Refuse || m.Value != json.Number("-1") {
+		t.Errorf("%s: %s, want refuse with -1", m, got)
+	}
+	if _, ok := find(tms, EmptyBody, ""); !ok {
+		t.Error("no empty body for truncate, whose body is required")
+	}
+}
+
+// A plan is the seed's, bounded by its quota, and never sends a write the
+// document allows without an anchor that makes it invalid.
+func TestPlan(t *testing.T) {
+	d := doc(t)
+	base := submitBase(t)
+	a, b, c := Plan(d, base, 7, 30), Plan(d, base, 7, 30), Plan(d, base, 8, 30)
+	if len(a) != 30 {
+		t.Fatalf("%d requests, want the quota 30", len(a))
+	}
+	key := func(ps []Planned) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, probeText(p.Built)+string(p.Built.Body))
+		}
+		return out
+	}
+	if !slices.Equal(key(a), key(b)) {
+		t.Error("the same seed planned different requests")
+	}
+	if slices.Equal(key(a), key(c)) {
+		t.Error("another seed planned the same requests")
+	}
+	classes := map[Class]bool{}
+	for _, p := range a {
+		classes[p.Built.Muts[0].Class] = true
+		inPath := p.Built.Muts[0].In == InPath
+		if p.Expect != Refuse && !inPath {
+			t.Errorf("%s: a write planned as %s", probeText(p.Built), p.Expect)
+		}
+		if p.Anchored {
+			last := p.Built.Muts[len(p.Built.Muts)-1]
+			if e, _ := Classify(d, Apply(base, []Mutation{last})); e != Refuse {
+				t.Errorf("anchor %s does not make a request invalid alone", last)
+			}
+		}
+	}
+	for _, c := range []Class{WrongType, MissingRequired, MalformedJSON, HostilePathID, NotAnObject} {
+		if !classes[c] {
+			t.Errorf("a plan of 30 has no %s request", c)
+		}
+	}
+}
+
+// A reproduction's body, as the shell expands it, is the body sent.
+func TestShellBodySendsTheSameBytes(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	d := doc(t)
+	base := submitBase(t)
+	ms := Generate(d, base, rngFor(3, "z"))
+	for _, c := range []Class{OversizedString, OversizedArray, DeepNesting, InvalidUTF8, MalformedJSON, DuplicateKey} {
+		for _, m := range ms {
+			if m.Class != c {
+				continue
+			}
+			if m.Size > 0 {
+				m.Size = 300
+			}
+			b := Apply(base, []Mutation{m})
+			word := ShellBody(base, b)
+			out, err := exec.Command(bash, "-c", "printf %s "+word).Output()
+			if err != nil {
+				t.Fatalf("%s: %v", m, err)
+			}
+			if string(out) != string(b.Body) {
+				t.Errorf("%s: the shell word %s gives\n%q\nwant\n%q", m, word, out, b.Body)
+			}
+			break
+		}
+	}
+}
+
+// fake is a server of one operation, submitSessionTask, with the defects
+// named: type500 (a wrong-typed persona_id is a 500), echo (an error
+// repeats the body), store (a refused submit still adds a task), strict
+// (unknown members refused).
+type fake struct {
+	d       *openapi.Doc
+	defects map[string]bool
+	mu      sync.Mutex
+	tasks   []string
+}
+
+func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reply := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1":
+		reply(200, map[string]any{})
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/sessions/s1/tasks":
+		data := []any{}
+		for _, id := range f.tasks {
+			data = append(data, map[string]any{"id": id})
+		}
+		reply(200, map[string]any{"object": "list", "data": data, "page": map[string]any{"has_more": false, "next_cursor": nil}})
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions/s1/tasks":
+		var raw strings.Builder
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := r.Body.Read(buf)
+			raw.WriteString(string(buf[:n]))
+			if err != nil {
+				break
+			}
+		}
+		_, vs := f.d.ValidateRequestBody("POST", "/v1/sessions/s1/tasks", http.Header{"Content-Type": {"application/json"}}, []byte(raw.String()))
+		var m map[string]any
+		json.Unmarshal([]byte(raw.String()), &m)
+		if f.defects["strict"] && m["conform_unknown_member"] != nil {
+			vs = append(vs, openapi.Violation{Pointer: "/conform_unknown_member", Message: "unknown"})
+		}
+		if len(vs) > 0 {
+			if f.defects["type500"] && vs[0].Pointer == "/persona_id" && vs[0].Keyword == "type" {
+				reply(500, map[string]any{"error": map[string]any{"code": "internal_error", "message": "boom", "type": "server_error"}})
+				return
+			}
+			e := map[string]any{"code": "invalid_request", "message": vs[0].Message, "type": "request_error", "param": strings.TrimPrefix(vs[0].Pointer, "/")}
+			if f.defects["echo"] {
+				e["details"] = map[string]any{"request": raw.String()}
+			}
+			if f.defects["store"] {
+				f.tasks = append(f.tasks, fmt.Sprintf("task_%d", len(f.tasks)))
+			}
+			reply(400, map[string]any{"error": e})
+			return
+		}
+		f.tasks = append(f.tasks, fmt.Sprintf("task_%d", len(f.tasks)))
+		reply(202, map[string]any{"id": f.tasks[len(f.tasks)-1]})
+	default:
+		reply(404, map[string]any{"error": map[string]any{"code": "resource_not_found", "message": "no", "type": "not_found_error"}})
+	}
+}
+
+type clientTransport struct{ c *client.Client }
+
+func (t clientTransport) Do(ctx context.Context, r client.Request) (*client.Response, error) {
+	return t.c.Do(ctx, r)
+}
+func (t clientTransport) Stream(ctx context.Context, r client.Request) (*client.Response, error) {
+	return t.c.Do(ctx, r)
+}
+func (t clientTransport) Alive(ctx context.Context) bool {
+	_, err := t.c.Do(ctx, client.Request{Path: "/v1"})
+	return err == nil
+}
+func (t clientTransport) Curl(r client.Request) string { return t.c.Curl(r) }
+
+func runFake(t *testing.T, defects ...string) *Result {
+	t.Helper()
+	d := doc(t)
+	f := &fake{d: d, defects: map[string]bool{}}
+	for _, x := range defects {
+		f.defects[x] = true
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Base: submitBase(t), Watches: []Watch{{Path: "/v1/sessions/s1/tasks", List: true}}}
+	p := Pass{Doc: d, T: clientTransport{c}, Seed: 11, Budget: 120, Canary: "sk_canary_0123456789"}
+	return p.Run(context.Background(), []Target{target})
+}
+
+func findingsOf(res *Result, rule Rule) []Finding {
+	var out []Finding
+	for _, f := range res.Findings {
+		if f.Rule == rule {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestPassOnACleanServerFindsNothing(t *testing.T) {
+	res := runFake(t)
+	if len(res.Findings) > 0 {
+		t.Fatalf("findings on a clean server: %s", res.Findings[0].Message())
+	}
+	for _, r := range []Rule{RuleAnswered, RuleRefused, RuleUnchanged, RuleNoEcho, RuleOpen, RuleParam} {
+		if res.Judged[r] == 0 {
+			t.Errorf("rule %s judged nothing", r)
+		}
+	}
+	if res.Sent > 120 {
+		t.Errorf("sent %d, over the budget 120", res.Sent)
+	}
+}
+
+// Each defect is caught under its rule, shrunk to the one member at fault.
+func TestPassCatchesDefects(t *testing.T) {
+	for _, tc := range []struct {
+		defect string
+		rule   Rule
+		member string
+	}{
+		{"type500", RuleAnswered, "persona_id"},
+		{"echo", RuleNoEcho, ""},
+		{"store", RuleUnchanged, ""},
+		{"strict", RuleOpen, "conform_unknown_member"},
+	} {
+		t.Run(tc.defect, func(t *testing.T) {
+			res := runFake(t, tc.defect)
+			fs := findingsOf(res, tc.rule)
+			if len(fs) == 0 {
+				t.Fatalf("no %s finding; findings: %d", tc.rule, len(res.Findings))
+			}
+			f := fs[0]
+			msg := f.Message()
+			if !strings.Contains(msg, "curl ") || !strings.Contains(msg, "answer: ") {
+				t.Errorf("the finding has no reproduction:\n%s", msg)
+			}
+			if tc.member != "" {
+				if len(f.Muts) != 1 || f.Muts[0].Member() != tc.member {
+					t.Errorf("shrunk to %v, want the one member %s:\n%s", f.Muts, tc.member, msg)
+				}
+			}
+			if tc.rule == RuleNoEcho && !strings.Contains(msg, "sk_canary_0123456789") {
+				t.Errorf("the echo finding's reproduction lost the canary it is about:\n%s", msg)
+			}
+			for _, g := range res.Findings {
+				if g.Rule != tc.rule && g.Rule != RuleParam {
+					t.Errorf("defect %s also found under %s: %s", tc.defect, g.Rule, g.Message())
+				}
+			}
+		})
+	}
+}
