@@ -264,7 +264,17 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		s.writeError(w, r, e)
 		return
 	}
-	useIdem := c.idem != "" && !s.opts.Faults.Has(FaultForgetIdempotency) && !s.keyIgnored(c, rt) // keyIgnored: personas.go
+	// What the OpenAPI document declares invalid is refused here, before
+	// the write acts (hostile.go).
+	refusal, storedAnyway := s.checkBody(c, raw)
+	if refusal != nil && !storedAnyway {
+		s.writeError(w, r, refusal)
+		return
+	}
+	if storedAnyway {
+		c.body = obj{m: storedBody(c)}
+	}
+	useIdem := c.idem != "" && refusal == nil && !s.opts.Faults.Has(FaultForgetIdempotency) && !s.keyIgnored(c, rt) // keyIgnored: personas.go
 	var fp string
 	if useIdem {
 		fp = fingerprint(raw)
@@ -346,6 +356,10 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	}
 	if res.after != nil {
 		res.after()
+	}
+	if refusal != nil {
+		s.writeError(w, r, refusal) // a fault's: the refused body was stored anyway
+		return
 	}
 	s.writeJSON(w, s.createStatus(res.status), json.RawMessage(body))
 }
