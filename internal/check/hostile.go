@@ -61,6 +61,13 @@ func HostileRefused(resp *client.Response, strict, sized bool) error {
 		return nil
 	}
 	e, err := Envelope(resp)
+	if err != nil {
+		// No envelope to read a code from: that is CORE-ERR-002's to
+		// judge; the status is this one's.
+		if resp.Status == http.StatusBadRequest || sized && resp.Status == http.StatusRequestEntityTooLarge {
+			return nil
+		}
+	}
 	if err == nil && resp.Status == http.StatusBadRequest && e.Code == "invalid_request" {
 		return nil
 	}
@@ -116,10 +123,7 @@ func sortedHeaderNames(h http.Header) []string {
 // schema does not name was answered as the same request without it: a
 // success when that one succeeded, and never a refusal naming the member.
 func HostileOpen(resp, baseline *client.Response, member string) error {
-	if resp == nil || baseline == nil || baseline.Status/100 != 2 {
-		return nil
-	}
-	if resp.Status/100 == 2 {
+	if resp == nil || resp.Status/100 == 2 || baseline == nil || baseline.Status/100 != 2 {
 		return nil
 	}
 	named := ""

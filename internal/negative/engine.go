@@ -167,7 +167,8 @@ type run struct {
 	limit     int // malformed requests the plan may send (the rest is the shrinker's)
 	hangs     int
 	shots     []*shot
-	baseline  map[string]*client.Response // write operations' valid base answers
+	baseline  map[string]*client.Response // write operations' valid base answers, when sent
+	accepted  map[string]bool             // write operations that accepted a valid request
 	stateFail []*Finding
 }
 
@@ -175,7 +176,7 @@ type run struct {
 // found.
 func (p *Pass) Run(ctx context.Context, targets []Target) *Result {
 	r := &run{Pass: p, res: &Result{Judged: map[Rule]int{}, ByClass: map[Class]int{}, Unjudged: map[Rule]string{}},
-		baseline: map[string]*client.Response{}}
+		baseline: map[string]*client.Response{}, accepted: map[string]bool{}}
 	if p.MaxHangs <= 0 {
 		p.MaxHangs = 2
 	}
@@ -471,12 +472,23 @@ const maxSnapPages = 10
 
 func (r *run) request(pl Planned) client.Request {
 	b := pl.Built
-	req := client.Request{Method: b.Method, Path: b.Path, Query: b.Query, Header: b.Header.Clone(), Probe: probeText(b)}
+	req := client.Request{Method: b.Method, Path: b.Path, Query: b.Query, Header: b.Header.Clone()}
+	switch pl.Expect {
+	case Refuse:
+		req.Probe = InvalidProbe + probeText(b)
+	case Tolerate:
+		req.Probe = probeText(b)
+	}
 	if b.Body != nil {
 		req.RawBody = b.Body
 	}
 	return req
 }
+
+// InvalidProbe starts the Probe of a request the document declares
+// invalid: a success answer to it is the pass's finding (RuleRefused), not
+// a body to judge against the operation's success schema.
+const InvalidProbe = "invalid: "
 
 func probeText(b Built) string {
 	var ms []string
@@ -540,23 +552,32 @@ func (r *run) exchange(ctx context.Context, t *Target, pl Planned) *shot {
 	return s
 }
 
-// acceptPhase sends a write target's valid base, then the same request
-// with members an open schema allows.
+// acceptPhase sends, to a write target, the valid base with members an
+// open schema allows; when one is refused, the base itself, to tell a
+// refusal of the member from one of the request (the target's state may
+// refuse both).
 func (r *run) acceptPhase(ctx context.Context, t *Target) {
 	if !writes(t.Base.Op) || t.Base.Body == nil || !t.Base.Ready() || r.over(ctx) {
 		return
 	}
-	bs := r.bookkeep(ctx, t, Planned{Base: t.Base, Built: Apply(t.Base, nil)})
-	r.baseline[t.Base.Op.ID] = bs.resp
-	if bs.resp == nil || bs.resp.Status/100 != 2 {
-		return
-	}
+	id := t.Base.Op.ID
 	for _, pl := range AcceptTests(r.Doc, t.Base, r.Seed) {
 		if r.over(ctx) {
 			return
 		}
 		s := r.bookkeep(ctx, t, pl)
 		r.shots = append(r.shots, s)
+		if s.resp != nil && s.resp.Status/100 == 2 {
+			r.accepted[id] = true
+			continue
+		}
+		if _, sent := r.baseline[id]; !sent && s.resp != nil {
+			bs := r.bookkeep(ctx, t, Planned{Base: t.Base, Built: Apply(t.Base, nil)})
+			r.baseline[id] = bs.resp
+			if bs.resp != nil && bs.resp.Status/100 == 2 {
+				r.accepted[id] = true
+			}
+		}
 	}
 }
 
@@ -571,8 +592,7 @@ func (r *run) strict(s *shot) bool {
 	if m.In != InBody && !(m.In == InHeader && m.Class == WrongContentType) || m.Class == WrongContentType {
 		return false
 	}
-	b := r.baseline[s.t.Base.Op.ID]
-	return b != nil && b.Status/100 == 2
+	return r.accepted[s.t.Base.Op.ID]
 }
 
 // judge applies every rule to one answer.
@@ -601,8 +621,11 @@ func (r *run) judge(s *shot) map[Rule]error {
 			}
 		}
 	case Accept:
-		m := s.p.Built.Muts[0]
-		out[RuleOpen] = check.HostileOpen(s.resp, r.baseline[s.t.Base.Op.ID], m.Member())
+		// Judged against the valid base, sent when this was refused.
+		if b := r.baseline[s.t.Base.Op.ID]; b != nil && b.Status/100 == 2 || s.resp.Status/100 == 2 {
+			m := s.p.Built.Muts[0]
+			out[RuleOpen] = check.HostileOpen(s.resp, b, m.Member())
+		}
 	}
 	if s.resp.Status >= 400 {
 		out[RuleNoEcho] = check.HostileNoEcho(s.resp, r.Canary, r.Secret)

@@ -22,8 +22,9 @@ var _ = Describe("Hostile input (Receipts)", func() {
 		resp, err := suite.Client().Do(ctx, client.Request{Path: "/v1/tasks/" + client.Seg(ids["task_id"]) + "/receipts"})
 		suite.Transport(err, reqHostile)
 		if resp.Status == http.StatusOK {
-			if p, err := check.ListPage(resp); err == nil && len(p.IDs) > 0 {
-				ids["receipt_id"] = p.IDs[0]
+			// A receipt document names itself by receipt_id.
+			if p, err := check.ListPage(resp); err == nil && len(p.Items) > 0 {
+				ids["receipt_id"], _ = p.Items[0]["receipt_id"].(string)
 			}
 		}
 		suite.HostileInput(ctx, requirements.Receipts, map[negative.Rule]string{
