@@ -1,6 +1,7 @@
 package negative
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
@@ -44,8 +45,12 @@ func Classify(d *openapi.Doc, b Built) (Expect, []openapi.Violation) {
 	accept := len(b.Muts) > 0
 	for _, m := range b.Muts {
 		switch m.Class {
-		case HostilePathID, MalformedJSON, NotAnObject, EmptyBody:
+		case HostilePathID, NotAnObject, EmptyBody:
 			return Refuse, nil
+		case MalformedJSON:
+			if !json.Valid(b.Body) { // single quotes in "{}" change nothing
+				return Refuse, nil
+			}
 		}
 		if m.Class != UnknownMember {
 			accept = false
