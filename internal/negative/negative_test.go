@@ -337,3 +337,51 @@ func TestPassCatchesDefects(t *testing.T) {
 		})
 	}
 }
+
+// hangTransport answers every request 400, except that a body whose input
+// is there but not an object gets no answer before the timeout: what the
+// client reports for a request the target holds. No time passes.
+type hangTransport struct{ hung, sent int }
+
+func (h *hangTransport) Do(_ context.Context, r client.Request) (*client.Response, error) {
+	h.sent++
+	var m map[string]any
+	if json.Unmarshal(r.RawBody, &m) == nil {
+		if v, ok := m["input"]; ok {
+			if _, isObj := v.(map[string]any); !isObj {
+				h.hung++
+				return nil, &client.TransportError{Method: r.Method, URL: r.Path, Err: context.DeadlineExceeded}
+			}
+		}
+	}
+	return &client.Response{Method: r.Method, URL: "http://t" + r.Path, Status: 400, Header: http.Header{},
+		Body: []byte(`{"error":{"code":"invalid_request","message":"m","type":"request_error"}}`)}, nil
+}
+func (h *hangTransport) Stream(ctx context.Context, r client.Request) (*client.Response, error) {
+	return h.Do(ctx, r)
+}
+func (h *hangTransport) Alive(context.Context) bool  { return true }
+func (h *hangTransport) Curl(r client.Request) string { return "curl " + r.Path }
+
+// A target that hangs on malformed input has its verdict after two hangs:
+// the pass stops there instead of waiting out a timeout per request.
+func TestPassStopsOnHangs(t *testing.T) {
+	tr := &hangTransport{}
+	p := Pass{Doc: doc(t), T: tr, Seed: 5, Budget: 400}
+	res := p.Run(context.Background(), []Target{{Base: submitBase(t)}})
+	if tr.hung != 2 || res.Stopped == "" {
+		t.Fatalf("%d hangs, stopped %q; want to stop after 2", tr.hung, res.Stopped)
+	}
+	fs := findingsOf(res, RuleAnswered)
+	if len(fs) == 0 || len(fs) != len(res.Findings) {
+		t.Fatalf("%d hang findings of %d, want only hang findings", len(fs), len(res.Findings))
+	}
+	for _, f := range fs {
+		if !strings.Contains(f.Err.Error(), "a hang") || !strings.Contains(f.Message(), "curl ") {
+			t.Errorf("a hang finding without its cause or reproduction:\n%s", f.Message())
+		}
+	}
+	if tr.sent > 400 {
+		t.Errorf("%d requests after the target hung", tr.sent)
+	}
+}
