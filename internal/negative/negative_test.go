@@ -360,7 +360,7 @@ func (h *hangTransport) Do(_ context.Context, r client.Request) (*client.Respons
 func (h *hangTransport) Stream(ctx context.Context, r client.Request) (*client.Response, error) {
 	return h.Do(ctx, r)
 }
-func (h *hangTransport) Alive(context.Context) bool  { return true }
+func (h *hangTransport) Alive(context.Context) bool   { return true }
 func (h *hangTransport) Curl(r client.Request) string { return "curl " + r.Path }
 
 // A target that hangs on malformed input has its verdict after two hangs:
