@@ -7,7 +7,9 @@ package main
 // refharness/wrapfault/hostile.go).
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,4 +81,105 @@ func TestHostileInputCleanOverSeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostileRows are the hostile-input faults (those that fail a *-NEG-*
+// requirement): MUST rows of their level's pool.
+func hostileRows() []groupRow {
+	var out []groupRow
+	for _, name := range []string{"core", "extended", "receipts", "replay"} {
+		for _, r := range pool(name).rs {
+			if slices.ContainsFunc(r.Fails, func(id string) bool { return strings.Contains(id, "-NEG-") }) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// hostileRowJob is the proof run that shows row r: its pool's first run
+// of it (the same run the pool's own test collects).
+func hostileRowJob(r groupRow) proofJob {
+	p := pool(levelOf(r.Fault))
+	return p.job(p.g.of[r.name()][0])
+}
+
+func init() {
+	planProofs("TestHostileFaultsReproduceOneMember", func() []proofJob {
+		var jobs []proofJob
+		for _, r := range hostileRows() {
+			jobs = append(jobs, hostileRowJob(r))
+		}
+		return jobs
+	})
+}
+
+// Each hostile-input fault is caught with a minimal reproduction: every
+// failure of the requirement it breaks is shrunk to one mutation (one
+// member, header or the body as a whole; a write's anchor that keeps it
+// invalid aside), with its curl line and the answer.
+func TestHostileFaultsReproduceOneMember(t *testing.T) {
+	startProofs(t)
+	t.Parallel()
+	rows := hostileRows()
+	if len(rows) < 12 {
+		t.Fatalf("%d hostile-input faults in the pools, want at least 12", len(rows))
+	}
+	for _, row := range rows {
+		t.Run(row.name(), func(t *testing.T) {
+			j := hostileRowJob(row)
+			_, r, _ := proof(t, "fault "+row.name(), j.spec, j.levels, j.extra...)
+			for _, id := range row.Fails {
+				if !strings.Contains(id, "-NEG-") {
+					continue
+				}
+				var msgs []string
+				for _, q := range r.Requirements {
+					if q.ID != id {
+						continue
+					}
+					if q.Verdict != reports.Fail {
+						t.Fatalf("%s [%s], want fail: %s", id, q.Verdict, q.Message)
+					}
+					for _, e := range q.Evidence {
+						if e.Verdict == reports.Fail {
+							msgs = append(msgs, e.Message)
+						}
+					}
+				}
+				if len(msgs) == 0 {
+					t.Fatalf("%s: no failure in the report", id)
+				}
+				t.Logf("%s, the first of %d failures:\n%s", id, len(msgs), msgs[0])
+				for _, m := range msgs {
+					if err := oneMemberReproduction(m); err != nil {
+						t.Errorf("%s: %v:\n%s", id, err, m)
+					}
+				}
+			}
+		})
+	}
+}
+
+// oneMemberReproduction checks that a finding of the pass, as the report
+// says it, reproduces with one mutation (its anchor aside), a curl line
+// and the answer.
+func oneMemberReproduction(msg string) error {
+	_, rest, ok := strings.Cut(msg, "minimal reproduction: ")
+	if !ok {
+		return errors.New("no minimal reproduction")
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	line, _, _ = strings.Cut(line, " (shrunk from ")
+	muts := strings.Split(line, "; ")
+	if n := len(muts); n == 2 && strings.HasSuffix(muts[1], ", the anchor that keeps the write invalid") {
+		muts = muts[:1]
+	}
+	if len(muts) != 1 {
+		return fmt.Errorf("a reproduction of %d mutations, want one", len(muts))
+	}
+	if !strings.Contains(rest, "\n  curl ") || !strings.Contains(rest, "\n  answer: ") {
+		return errors.New("no curl line or no answer")
+	}
+	return nil
 }
