@@ -669,7 +669,34 @@ func (r *run) findings(ctx context.Context) {
 			}
 		}
 	}
+	// Groups of one mutation are shrunk first: a group whose mutation
+	// failed only with the anchor that keeps its write invalid is often
+	// the anchor's own defect, found alone.
+	sort.SliceStable(groups, func(i, j int) bool { return !groups[i].first.p.Anchored && groups[j].first.p.Anchored })
+	final := map[string]int{} // a finding's minimal reproduction, by groupKey -> its index
+	merge := func(k string, g *group) bool {
+		i, ok := final[k]
+		if !ok {
+			return false
+		}
+		f := &r.res.Findings[i]
+		f.Count += g.count
+		for _, id := range append([]string{g.first.t.Base.Op.ID}, g.ops...) {
+			if id != f.Op.ID && !slices.Contains(f.Others, id) {
+				f.Others = append(f.Others, id)
+			}
+		}
+		return true
+	}
 	for _, g := range groups {
+		// The anchor alone already shown to fail the same way: the same
+		// defect, not shrunk again.
+		if g.first.p.Anchored && g.first.resp != nil {
+			anchor := g.first.p.Built.Muts[len(g.first.p.Built.Muts)-1]
+			if merge(string(g.rule)+"|"+fmt.Sprint(g.first.resp.Status)+"|"+mutKey(anchor), g) {
+				continue
+			}
+		}
 		f := Finding{Rule: g.rule, Op: g.first.t.Base.Op, Others: g.ops, Count: g.count, Err: g.err,
 			Muts: g.first.p.Built.Muts, Anchored: g.first.p.Anchored}
 		min, ms := g.first.p, g.first
@@ -686,7 +713,13 @@ func (r *run) findings(ctx context.Context) {
 			}
 			f.Muts, f.Anchored = min.Built.Muts, min.Anchored
 		}
+		// Shrunk to a reproduction another group shrank to: one finding.
+		k := groupKey(g.rule, &shot{p: min, resp: ms.resp})
+		if merge(k, g) {
+			continue
+		}
 		r.fill(&f, min, ms)
+		final[k] = len(r.res.Findings)
 		r.res.Findings = append(r.res.Findings, f)
 	}
 	for _, f := range r.stateFail {
@@ -718,9 +751,14 @@ func groupKey(rule Rule, s *shot) string {
 		if s.p.Anchored && i == len(s.p.Built.Muts)-1 {
 			continue
 		}
-		ms = append(ms, string(m.Class)+":"+m.Leaf()+":"+m.Whole+":"+m.What)
+		ms = append(ms, mutKey(m))
 	}
 	return string(rule) + "|" + st + "|" + strings.Join(ms, ",")
+}
+
+// mutKey is what groupKey keeps of a mutation.
+func mutKey(m Mutation) string {
+	return string(m.Class) + ":" + m.Leaf() + ":" + m.Whole + ":" + m.What
 }
 
 func (r *run) fill(f *Finding, pl Planned, s *shot) {

@@ -385,3 +385,119 @@ func TestPassStopsOnHangs(t *testing.T) {
 		t.Errorf("%d requests after the target hung", tr.sent)
 	}
 }
+
+// naive is submitSessionTask written the way a server is when nobody
+// thought about malformed input, in one of two common styles: lax decodes
+// the body into a struct with encoding/json, answers a decoding error with
+// http.Error and 500, and takes whatever decodes (no check of required
+// members, enums or sizes); strict decodes with DisallowUnknownFields and
+// answers any decoding error with http.Error and 400. Neither was written
+// against the pass's rules: they are the defects the pass must find in
+// servers it was not tuned to.
+type naive struct {
+	strict bool
+	mu     sync.Mutex
+	tasks  []string
+}
+
+type naiveSubmit struct {
+	Input struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Type       string `json:"type"`
+			Text       string `json:"text"`
+			Visibility string `json:"visibility"`
+		} `json:"parts"`
+	} `json:"input"`
+	PersonaID *string        `json:"persona_id"`
+	Metadata  map[string]any `json:"metadata"`
+}
+
+func (n *naive) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/v1":
+		fmt.Fprint(w, `{}`)
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/sessions/s1/tasks":
+		data := []any{}
+		for _, id := range n.tasks {
+			data = append(data, map[string]any{"id": id})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "page": map[string]any{"has_more": false, "next_cursor": nil}})
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions/s1/tasks":
+		var s naiveSubmit
+		dec := json.NewDecoder(r.Body)
+		if n.strict {
+			dec.DisallowUnknownFields()
+		}
+		if err := dec.Decode(&s); err != nil {
+			status := http.StatusInternalServerError
+			if n.strict {
+				status = http.StatusBadRequest
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
+		n.tasks = append(n.tasks, fmt.Sprintf("task_%d", len(n.tasks)))
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"id":%q}`, n.tasks[len(n.tasks)-1])
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"code":"resource_not_found","message":"no","type":"not_found_error"}}`)
+	}
+}
+
+// Against servers it was not tuned to, the pass fails the right rules,
+// each finding shrunk to one mutation, within its budget.
+func TestPassOnNaiveServers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		want   []Rule
+		not    []Rule
+	}{
+		// A type error is a 500; a missing member, an enum from the
+		// future, an empty string are taken.
+		{"lax", false, []Rule{RuleAnswered, RuleRefused}, []Rule{RuleOpen}},
+		// Every refusal is a 400 without the error envelope, and an
+		// unknown member is refused.
+		{"strict", true, []Rule{RuleRefused, RuleOpen}, []Rule{RuleAnswered}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(&naive{strict: tc.strict})
+			t.Cleanup(srv.Close)
+			c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := Target{Base: submitBase(t), Watches: []Watch{{Path: "/v1/sessions/s1/tasks", List: true}}}
+			p := Pass{Doc: doc(t), T: clientTransport{c}, Seed: 23, Budget: 120, Canary: "sk_canary_0123456789"}
+			res := p.Run(context.Background(), []Target{target})
+			for _, r := range tc.want {
+				fs := findingsOf(res, r)
+				if len(fs) == 0 {
+					t.Errorf("no %s finding", r)
+					continue
+				}
+				for _, f := range fs {
+					if n := len(f.Muts); n == 0 || n > 2 || n == 2 && !f.Anchored {
+						t.Errorf("a %s finding not shrunk to one mutation:\n%s", r, f.Message())
+					}
+					if !strings.Contains(f.Message(), "curl ") || !strings.Contains(f.Message(), "answer: ") {
+						t.Errorf("a %s finding without its reproduction:\n%s", r, f.Message())
+					}
+				}
+			}
+			for _, r := range tc.not {
+				for _, f := range findingsOf(res, r) {
+					t.Errorf("a %s finding the server does not deserve:\n%s", r, f.Message())
+				}
+			}
+			if res.Sent > 120 || res.Stopped != "" {
+				t.Errorf("sent %d (budget 120), stopped %q", res.Sent, res.Stopped)
+			}
+		})
+	}
+}
