@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/openapi"
@@ -264,7 +265,7 @@ func runFake(t *testing.T, defects ...string) *Result {
 	}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789"})
+	c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789", Timeout: slowMachine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestPassOnNaiveServers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(&naive{strict: tc.strict})
 			t.Cleanup(srv.Close)
-			c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789"})
+			c, err := client.New(client.Options{BaseURL: srv.URL, APIKey: "key-0123456789", Timeout: slowMachine})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -501,3 +502,9 @@ func TestPassOnNaiveServers(t *testing.T) {
 		})
 	}
 }
+
+// slowMachine is the fake servers' clients' timeout: no answer of theirs
+// is a hang, however loaded the machine (the race detector and a shared
+// machine made a 10,000-item body take more than the default 10 s); the
+// test's own timeout is the backstop.
+const slowMachine = 10 * time.Minute
