@@ -617,6 +617,11 @@ func (r *run) judge(s *shot) map[Rule]error {
 			if leaf := m.Leaf(); leaf != "" && m.Whole == "" {
 				if e, err := check.Envelope(s.resp); err == nil && e.Code == "invalid_request" {
 					out[RuleParam] = check.ParamNames(s.resp, e, leaf)
+					if out[RuleParam] != nil && m.Remove && len(m.Ptr) > 1 && namesPath(e.Param, m.Ptr[:len(m.Ptr)-1]) {
+						// A missing member named by the object that lacks
+						// it, as JSON Schema validators report "required".
+						out[RuleParam] = nil
+					}
 				}
 			}
 		}
@@ -754,6 +759,27 @@ func groupKey(rule Rule, s *shot) string {
 		ms = append(ms, mutKey(m))
 	}
 	return string(rule) + "|" + st + "|" + strings.Join(ms, ",")
+}
+
+// namesPath reports whether param names the member at ptr: its tokens,
+// in any of the spellings check.ParamNames takes (dotted, bracketed, a
+// JSON Pointer), end with ptr's.
+func namesPath(param string, ptr []string) bool {
+	p := strings.ToLower(param)
+	for _, sep := range []string{".", "/", "[", "]"} {
+		p = strings.ReplaceAll(p, sep, " ")
+	}
+	toks := strings.Fields(p)
+	if len(ptr) == 0 || len(toks) < len(ptr) {
+		return false
+	}
+	tail := toks[len(toks)-len(ptr):]
+	for i, t := range ptr {
+		if tail[i] != strings.ToLower(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // mutKey is what groupKey keeps of a mutation.

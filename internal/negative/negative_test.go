@@ -508,3 +508,25 @@ func TestPassOnNaiveServers(t *testing.T) {
 // machine made a 10,000-item body take more than the default 10 s); the
 // test's own timeout is the backstop.
 const slowMachine = 10 * time.Minute
+
+// A missing member may be named by the object that lacks it, in any
+// spelling, but not by a token that merely shares a name.
+func TestNamesPath(t *testing.T) {
+	ptr := []string{"message", "parts", "0"}
+	for _, tc := range []struct {
+		param string
+		want  bool
+	}{
+		{"message.parts[0]", true},
+		{"/message/parts/0", true},
+		{"body.message.parts.0", true},
+		{"parts[0]", false},
+		{"message.parts[1]", false},
+		{"message", false},
+		{"", false},
+	} {
+		if got := namesPath(tc.param, ptr); got != tc.want {
+			t.Errorf("namesPath(%q) = %v, want %v", tc.param, got, tc.want)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func TestValidateRequestBody(t *testing.T) {
 		{"valid", "POST", "/v1/sessions/s/messages", `{"message":{"role":"user","parts":[]}}`, js, "appendSessionMessage", "", ""},
 		{"enum", "POST", "/v1/sessions/s/messages", `{"message":{"role":"narrator","parts":[]}}`, js, "appendSessionMessage", "/message/role", "enum"},
 		{"a part's type of the wrong JSON type", "POST", "/v1/sessions/s/messages", `{"message":{"role":"user","parts":[{"type":7,"text":"x","visibility":"public"}]}}`, js, "appendSessionMessage", "/message/parts/0/type", "type"},
+		{"a part without its type", "POST", "/v1/sessions/s/messages", `{"message":{"role":"user","parts":[{"text":"x","visibility":"public"}]}}`, js, "appendSessionMessage", "/message/parts/0/type", "required"},
 		{"missing", "POST", "/v1/sessions/s/messages", `{}`, js, "appendSessionMessage", "/message", "required"},
 		{"content type", "POST", "/v1/sessions/s/messages", `{}`, http.Header{"Content-Type": {"text/plain"}}, "appendSessionMessage", "", "contentType"},
 		{"no body where one is required", "POST", "/v1/sessions/s/messages", ``, js, "appendSessionMessage", "", ""},

@@ -571,8 +571,15 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 		}
 	}
 	// Alternatives that each require members ("supportedInterfaces or
-	// url"): one finding about the object, naming them.
+	// url"): one finding about the object, naming them; when every one
+	// misses the same discriminator (a part without its type), the finding
+	// is that member's, as when it has the wrong JSON type.
 	if missing, ok := onlyMissing(all, loc); ok {
+		if tok, ok := missingDiscriminator(all, loc); ok {
+			w.leaves = append(w.leaves, leaf{loc: appendTok(loc, tok), keyword: "required", msg: "required member is missing", frames: frames,
+				directLoc: jsonv.Pointer(loc...), directField: tok})
+			return
+		}
 		l := leaf{loc: loc, keyword: "required", frames: frames, directLoc: jsonv.Pointer(loc...),
 			msg: "one of the members " + strings.Join(missing, ", ") + " is required"}
 		w.leaves = append(w.leaves, l)
@@ -615,6 +622,27 @@ func onlyMissing(all []*branch, loc []string) ([]string, bool) {
 		}
 	}
 	return missing, len(missing) > 0
+}
+
+// missingDiscriminator reports whether every branch misses the same
+// discriminator member ("type" or "object") of the object at loc, and
+// names it.
+func missingDiscriminator(all []*branch, loc []string) (string, bool) {
+	for _, tok := range []string{"type", "object"} {
+		every := len(all) > 0
+		for _, b := range all {
+			if !slices.ContainsFunc(b.leaves, func(l leaf) bool {
+				return l.keyword == "required" && len(l.loc) == len(loc)+1 && slices.Equal(l.loc[:len(loc)], loc) && l.loc[len(loc)] == tok
+			}) {
+				every = false
+				break
+			}
+		}
+		if every {
+			return tok, true
+		}
+	}
+	return "", false
 }
 
 // branch is one alternative of a failed anyOf or oneOf.
