@@ -34,6 +34,11 @@ var _ = Describe("Durability across a restart", Serial, func() {
 		if env.Restart == nil {
 			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether accepted tasks and idempotency keys survive a restart", remedyRestart)
 		}
+		// Observations under way beside the run end before the restart
+		// would cut them, and before the tasks it catches are started.
+		if err := suite.AwaitWatches(ctx); err != nil {
+			restartFailed(err.Error(), "")
+		}
 		d := newDurability(ctx)
 		d.prepare(ctx)
 		d.restart(ctx)
@@ -170,7 +175,7 @@ func (d *durability) restart(ctx context.Context) {
 		states = append(states, t.id+" "+t.status)
 	}
 	start := time.Now()
-	out, err := env.Restart(ctx)
+	out, err := suite.Restart(ctx)
 	out = strings.TrimSpace(out)
 	if out != "" {
 		suite.Note("durability: the restart printed (its last 16 KiB are kept): " + out)

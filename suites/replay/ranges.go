@@ -212,12 +212,15 @@ var _ = Describe("Event ranges across a restart", Serial, func() {
 		if env.Restart == nil {
 			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether event ranges survive a restart", remedyRestartRange)
 		}
+		if err := suite.AwaitWatches(ctx); err != nil {
+			Fail(err.Error()) // the spec was stopped
+		}
 		src := submitSource(ctx, "", nil, "conform replay: a range across a restart")
 		path := "/v1/tasks/" + client.Seg(src.id) + "/events"
 		first := str(src.events[0], "id")
 		before, _, err := readRange(ctx, path, first, 5)
 		suite.Must("RPLY-RANGE-002", err)
-		out, err := env.Restart(ctx)
+		out, err := suite.Restart(ctx)
 		if err != nil {
 			suite.Unverified(fmt.Sprintf("the restart command failed: %v: %s", err, fxClip([]byte(out))), remedyRestartRange)
 		}
