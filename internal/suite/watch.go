@@ -51,6 +51,13 @@ type Watch[T any] struct {
 	traffic []client.Traffic
 }
 
+// Late is the decorator of the specs that wait for watches: those that
+// report one (Result) and those that restart the target (Restart). They
+// run after every other spec (in random order among themselves), so the
+// rest of the run happens while the watches are under way: a spec that
+// waited for one early would hold every spec after it back.
+var Late = SpecPriority(-1)
+
 // watcher is what the run does with a watch of any type.
 type watcher interface {
 	early(env *target.Env) bool

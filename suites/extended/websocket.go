@@ -248,7 +248,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		}
 	})
 
-	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), func(ctx SpecContext) {
+	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), suite.Late, func(ctx SpecContext) {
 		wsAllowed()
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		path := sessionStream(sess)
@@ -386,7 +386,7 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		judgeDelivery(ctx, hist, "GET /v1/tasks/"+task+"/events", xRawEvents(ctx, task), wsStream())
 	})
 
-	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), func(ctx SpecContext) {
+	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), suite.Late, func(ctx SpecContext) {
 		wsAllowed()
 		// Observed beside the run, on a session opened as it started
 		// (websocket_timers.go); made here when that session could not be.

@@ -206,7 +206,7 @@ func sessionAfter(ctx context.Context, path, cursor string) []string {
 // The durability part of RPLY-RANGE-002 restarts the target: one Serial
 // spec, as CORE-DUR's.
 var _ = Describe("Event ranges across a restart", Serial, func() {
-	It("returns the same events for a range read before and after a restart of the target", suite.Req("RPLY-RANGE-002"), func(ctx SpecContext) {
+	It("returns the same events for a range read before and after a restart of the target", suite.Req("RPLY-RANGE-002"), suite.Late, func(ctx SpecContext) {
 		needReplay()
 		env := suite.Env()
 		if env.Restart == nil {
@@ -223,6 +223,10 @@ var _ = Describe("Event ranges across a restart", Serial, func() {
 		out, err := suite.Restart(ctx)
 		if err != nil {
 			suite.Unverified(fmt.Sprintf("the restart command failed: %v: %s", err, fxClip([]byte(out))), remedyRestartRange)
+		}
+		// A --restart-cmd may return before the target answers again.
+		if err := env.AwaitDiscovery(ctx, env.Config.Timeouts.Restart); err != nil {
+			suite.Unverified(fmt.Sprintf("the target did not answer GET /v1 after the restart: %v", err), remedyRestartRange)
 		}
 		after, _, err := readRange(ctx, path, first, 5)
 		suite.Must("RPLY-RANGE-002", err)
