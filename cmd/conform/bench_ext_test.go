@@ -180,9 +180,9 @@ func benchServeAndRun(b *testing.B, name string) *reports.Report {
 // of the one before (30 s). "plain" is the run of a new user (one key, no
 // restart); "full" also gives the second and read-only actors' keys and a
 // --restart-cmd that kills the durable server and starts it again, so the
-// durability and replay-range checks restart it while the protocol timers'
-// observations may be under way. A run that fails or errs anything fails
-// the benchmark.
+// durability check and Replay's check across a restart restart it (once
+// the protocol timers' observations have ended). A run that fails or errs
+// anything fails the benchmark.
 //
 //	go test -run XXX -bench FullRun -benchtime 1x ./cmd/conform/
 func BenchmarkFullRun(b *testing.B) {

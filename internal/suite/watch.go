@@ -35,8 +35,8 @@ import (
 // oracle when that spec ends.
 //
 // An observation must end by itself, each of its waits bounded by a timer
-// of the protocol or the run; Restart waits for the watches under way, since
-// a restart would end the connections they observe.
+// of the protocol or the run; Restart waits for the watches under way
+// (AwaitWatches), since a restart would end the connections they observe.
 type Watch[T any] struct {
 	name   string
 	labels Labels
@@ -258,8 +258,10 @@ func awaitAll(ctx context.Context, ws []watcher) (string, error) {
 }
 
 // AwaitWatches waits until every observation under way (Watch) has ended,
-// and notes what it waited for. Restart calls it; a spec that times the
-// restart itself calls it first.
+// and notes what it waited for: a restart of the target would end the
+// connections they observe, and their verdicts with them. Restart calls
+// it; a spec that restarts the target calls it before it makes what the
+// restart is to catch, so that the wait does not change that.
 func AwaitWatches(ctx context.Context) error {
 	waited, err := awaitWatches(ctx)
 	if err != nil {
@@ -269,15 +271,4 @@ func AwaitWatches(ctx context.Context) error {
 		Note("before restarting the target, the suite waited for the observations under way to end: " + waited)
 	}
 	return nil
-}
-
-// Restart restarts the target (the run's --restart-cmd, or the built-in
-// reference in-process) once every observation under way has ended
-// (AwaitWatches): a restart would end the connections they observe, and
-// their verdicts with them. Call it only when Env().Restart is set.
-func Restart(ctx context.Context) (string, error) {
-	if err := AwaitWatches(ctx); err != nil {
-		return "", err
-	}
-	return Env().Restart(ctx)
 }
