@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -54,8 +55,10 @@ func (f wsFinding) record(req string) {
 // fails, the spec that reports the observation makes its own session (and
 // judges that).
 func wsWatchSession(ctx context.Context, c *client.Client) (string, error) {
-	if why := wsBlocked(); why != "" {
-		return "", errors.New(why)
+	// The suite's own rule (wsBlocked), for c: an observation outside a
+	// spec must not touch the spec's client.
+	if why := plainRemote(ws.URL(strings.TrimRight(c.Options().BaseURL, "/"))); why != "" {
+		return "", errors.New("the suite sends no credential over it: " + why)
 	}
 	wsID, err := suite.FindWorkspace(ctx, c)
 	if err != nil {
