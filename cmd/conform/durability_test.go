@@ -369,3 +369,27 @@ func TestDurabilityWrappedRestartPasses(t *testing.T) {
 		}
 	}
 }
+
+// (h) The Replay level's range across a restart waits, as the durability
+// specs do, for the restarted target to answer GET /v1 before it reads
+// again: against conform serve restarted out of process by a kill-and-start
+// script (which returns before the new process listens), RPLY-RANGE-002
+// passes and the run goes on.
+func TestReplayRangeAcrossOutOfProcessRestart(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs conform serve and the Replay suite")
+	}
+	t.Parallel()
+	url, restart, _ := restartableServe(t, true)
+	code, console, r, _ := runConform(t, "run", "--target", url, "--levels", "replay", "--label-filter", "req:RPLY-RANGE-002", "--restart-cmd", restart)
+	if r == nil {
+		t.Fatalf("no report; exit %d:\n%s", code, console)
+	}
+	if q := reqResult(r, "RPLY-RANGE-002"); q.Verdict != reports.Pass {
+		t.Errorf("RPLY-RANGE-002 = %s (%s), want pass\n%.3000s", q.Verdict, q.Message, console)
+	}
+	if r.Stopped != nil {
+		t.Errorf("the run stopped: %+v", r.Stopped)
+	}
+}

@@ -221,6 +221,11 @@ var _ = Describe("Event ranges across a restart", Serial, func() {
 		if err != nil {
 			suite.Unverified(fmt.Sprintf("the restart command failed: %v: %s", err, fxClip([]byte(out))), remedyRestartRange)
 		}
+		// The command returns once the old process is gone; the new one
+		// may still be starting (docs/ci.md, the restart contract).
+		if err := env.AwaitDiscovery(ctx, env.Config.Timeouts.Restart); err != nil {
+			suite.Unverified(fmt.Sprintf("the target did not answer GET /v1 after the restart: %v", err), remedyRestartRange)
+		}
 		after, _, err := readRange(ctx, path, first, 5)
 		suite.Must("RPLY-RANGE-002", err)
 		if jsonOf(before) != jsonOf(after) {
