@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/harn-conform/conform/reports"
+)
+
+// docBlock returns the first fenced code block of lang after heading in
+// the markdown file path (relative to the repository root): the docs'
+// commands, read at test time so that they cannot drift from what runs.
+func docBlock(t *testing.T, path, heading, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s has no heading %q", path, heading)
+	}
+	_, rest, ok = strings.Cut(rest, "\n```"+lang+"\n")
+	if !ok {
+		t.Fatalf("%s: no ```%s block after %q", path, lang, heading)
+	}
+	block, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatalf("%s: the ```%s block after %q is not closed", path, lang, heading)
+	}
+	return block + "\n"
+}
+
+// shellCommands counts the commands of a shell block: its lines, a
+// here-document's body counting with the command that writes it, and a
+// line ending in a backslash with the next.
+func shellCommands(block string) int {
+	n, end, cont := 0, "", false
+	for _, line := range strings.Split(block, "\n") {
+		switch {
+		case end != "":
+			if strings.TrimSpace(line) == end {
+				end = ""
+			}
+			continue
+		case strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#"):
+			continue
+		}
+		if !cont {
+			n++
+		}
+		cont = strings.HasSuffix(line, "\\")
+		if _, tag, ok := strings.Cut(line, "<<'"); ok {
+			end, _, _ = strings.Cut(tag, "'")
+		}
+	}
+	return n
+}
+
+// docsWorkdir is a directory that looks like the checkout (its module and
+// source, linked) for docs' commands that build conform from it; what the
+// commands write stays in the directory.
+func docsWorkdir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "go.mod" || n == "go.sum" || e.IsDir() && !strings.HasPrefix(n, ".") && n != "docs" {
+			if err := os.Symlink(filepath.Join(root, n), filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// cleanEnv is the test's environment without CONFORM_* settings, so that
+// only the docs' own commands configure the run.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CONFORM_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// docs/ci.md's "From zero to green" reaches conformant on every level
+// against conform serve, run verbatim (out of process, its port changed to
+// a free one), in at most ten commands.
+func TestDocsZeroToGreen(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("builds conform and runs every level")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "## From zero to green", "sh")
+	if n := shellCommands(block); n > 10 {
+		t.Errorf("docs/ci.md's zero-to-green path has %d commands, want at most 10", n)
+	}
+	if !strings.Contains(block, "127.0.0.1:8080") {
+		t.Fatalf("the block names no 127.0.0.1:8080 to move to a free port:\n%s", block)
+	}
+	dir := docsWorkdir(t)
+	script := filepath.Join(dir, "zero-to-green.sh")
+	if err := os.WriteFile(script, []byte(strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the server the block started, if its own kill did not run
+		if b, err := os.ReadFile(filepath.Join(dir, "serve.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command("sh", script)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "conform exited 0") {
+		log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+		t.Fatalf("the zero-to-green block: %v\n%.6000s\nserve.log:\n%.3000s", err, out, log)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "conform-report", reports.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Levels) != 4 {
+		t.Errorf("%d levels in the report, want 4", len(r.Levels))
+	}
+	for _, l := range r.Levels {
+		if l.Status != reports.Conformant {
+			t.Errorf("%s: %s (%s), want conformant", l.Level, l.Status, l.Why)
+		}
+	}
+}
+
+// docs/ci.md's "Try the gate locally" runs verbatim against conform serve
+// (built as the section before it says; its port changed to a free one)
+// and ends as the page says: exit 1, Core partial for the two durability
+// MUSTs only.
+func TestDocsTryLocally(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs conform serve and the Core suite")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "## Try the gate locally", "sh")
+	dir := t.TempDir()
+	bin, err := os.ReadFile(conformBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conform"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "try.sh")
+	if err := os.WriteFile(script, []byte(strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "serve.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command("sh", script)
+	cmd.Dir, cmd.Env = dir, cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "conform exited 1") {
+		t.Fatalf("the try-locally block: %v\n%.6000s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "conform-report", reports.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if got := verdicts(&r, reports.Unverified); strings.Join(got, ",") != strings.Join(durabilityReqs, ",") || r.Levels[0].Status != reports.Partial {
+		t.Errorf("core %s, unverified %v; want partial with %v (what the page says)", r.Levels[0].Status, got, durabilityReqs)
+	}
+}
