@@ -200,3 +200,53 @@ func TestDocsTryLocally(t *testing.T) {
 		t.Errorf("core %s, unverified %v; want partial with %v (what the page says)", r.Levels[0].Status, got, durabilityReqs)
 	}
 }
+
+// docs/ci.md's kill-and-start restart script, verbatim (its port changed
+// to a free one), restarts a Harness started on the CI host as the page
+// starts it: the durability MUSTs pass. The Harness is the reference one
+// under the page's name, my-harness, taking its flags.
+func TestDocsRestartScript(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs conform serve and the Core suite")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "A kill-and-start script for a Harness run directly on the CI host:", "sh")
+	const listen = "127.0.0.1:8080"
+	if !strings.Contains(block, "./my-harness --listen "+listen+" --data ./harness-data") {
+		t.Fatalf("the restart script no longer starts ./my-harness --listen %s --data ./harness-data:\n%s", listen, block)
+	}
+	dir, addr := t.TempDir(), freeAddr(t)
+	if err := os.MkdirAll(filepath.Join(dir, "ci"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ci", "restart-harness.sh"), []byte(strings.ReplaceAll(block, listen, addr)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := "#!/bin/sh\n# my-harness --listen ADDR --data DIR\nCONFORM_SERVE_API_KEY=\"$CONFORM_API_KEY\" exec '" + conformBin + "' serve --addr \"$2\" --data \"$4\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "my-harness"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "harness.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	start := exec.Command("sh", "-c", "./my-harness --listen "+addr+" --data ./harness-data >>harness.log 2>&1 & echo $! > harness.pid")
+	start.Dir, start.Env = dir, append(cleanEnv(), "CONFORM_API_KEY="+testKey)
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("starting my-harness: %v: %s", err, out)
+	}
+	code, output, r := durabilityRun(t, "http://"+addr, "--wait-for-target", "60s", "--restart-cmd", "cd '"+dir+"' && ./ci/restart-harness.sh")
+	for _, id := range durabilityReqs {
+		if q := reqResult(r, id); q.Verdict != reports.Pass {
+			t.Errorf("%s = %s (%s), want pass", id, q.Verdict, q.Message)
+		}
+	}
+	if code != 0 {
+		log, _ := os.ReadFile(filepath.Join(dir, "harness.log"))
+		t.Errorf("exit %d\n%.3000s\nharness.log:\n%.2000s", code, output, log)
+	}
+}
