@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -13,28 +14,23 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
-// docBlock returns the first fenced code block of lang after heading in
-// the markdown file path (relative to the repository root): the docs'
-// commands, read at test time so that they cannot drift from what runs.
+// docBlock returns the first fenced code block of lang after the line
+// heading in the markdown file path (relative to the repository root): the
+// docs' commands, read at test time so that they cannot drift from what
+// runs.
 func docBlock(t *testing.T, path, heading, lang string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	_, section, ok := strings.Cut(readRepoFile(t, path), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("%s has no heading %q", path, heading)
+		t.Fatalf("%s has no line %q", path, heading)
 	}
-	_, rest, ok = strings.Cut(rest, "\n```"+lang+"\n")
-	if !ok {
-		t.Fatalf("%s: no ```%s block after %q", path, lang, heading)
+	for _, f := range fences(section) {
+		if f.lang == lang {
+			return f.body
+		}
 	}
-	block, _, ok := strings.Cut(rest, "\n```\n")
-	if !ok {
-		t.Fatalf("%s: the ```%s block after %q is not closed", path, lang, heading)
-	}
-	return block + "\n"
+	t.Fatalf("%s: no ```%s block after %q", path, lang, heading)
+	return ""
 }
 
 // shellCommands counts the commands of a shell block: its lines, a
@@ -87,18 +83,6 @@ func docsWorkdir(t *testing.T) string {
 	return dir
 }
 
-// cleanEnv is the test's environment without CONFORM_* settings, so that
-// only the docs' own commands configure the run.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONFORM_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
 // docs/ci.md's "From zero to green" reaches conformant on every level
 // against conform serve, run verbatim (out of process, its port changed to
 // a free one), in at most ten commands.
@@ -120,6 +104,10 @@ func TestDocsZeroToGreen(t *testing.T) {
 	if err := os.WriteFile(script, []byte(strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*distTimeout) // a build, then every level
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", script)
+	cmd.Dir, cmd.Env = dir, ciEnv(nil)
 	t.Cleanup(func() { // the server the block started, if its own kill did not run
 		if b, err := os.ReadFile(filepath.Join(dir, "serve.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -127,8 +115,6 @@ func TestDocsZeroToGreen(t *testing.T) {
 			}
 		}
 	})
-	cmd := exec.Command("sh", script)
-	cmd.Dir, cmd.Env = dir, cleanEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "conform exited 0") {
 		log, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
@@ -149,55 +135,6 @@ func TestDocsZeroToGreen(t *testing.T) {
 		if l.Status != reports.Conformant {
 			t.Errorf("%s: %s (%s), want conformant", l.Level, l.Status, l.Why)
 		}
-	}
-}
-
-// docs/ci.md's "Try the gate locally" runs verbatim against conform serve
-// (built as the section before it says; its port changed to a free one)
-// and ends as the page says: exit 1, Core partial for the two durability
-// MUSTs only.
-func TestDocsTryLocally(t *testing.T) {
-	proofTier(t)
-	if testing.Short() {
-		t.Skip("runs conform serve and the Core suite")
-	}
-	t.Parallel()
-	block := docBlock(t, "docs/ci.md", "## Try the gate locally", "sh")
-	dir := t.TempDir()
-	bin, err := os.ReadFile(conformBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "conform"), bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "try.sh")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(dir, "serve.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
-	cmd := exec.Command("sh", script)
-	cmd.Dir, cmd.Env = dir, cleanEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "conform exited 1") {
-		t.Fatalf("the try-locally block: %v\n%.6000s", err, out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "conform-report", reports.JSONFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r reports.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	if got := verdicts(&r, reports.Unverified); strings.Join(got, ",") != strings.Join(durabilityReqs, ",") || r.Levels[0].Status != reports.Partial {
-		t.Errorf("core %s, unverified %v; want partial with %v (what the page says)", r.Levels[0].Status, got, durabilityReqs)
 	}
 }
 
@@ -235,7 +172,7 @@ func TestDocsRestartScript(t *testing.T) {
 		}
 	})
 	start := exec.Command("sh", "-c", "./my-harness --listen "+addr+" --data ./harness-data >>harness.log 2>&1 & echo $! > harness.pid")
-	start.Dir, start.Env = dir, append(cleanEnv(), "CONFORM_API_KEY="+testKey)
+	start.Dir, start.Env = dir, append(ciEnv(nil), "CONFORM_API_KEY="+testKey)
 	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("starting my-harness: %v: %s", err, out)
 	}
