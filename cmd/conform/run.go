@@ -89,7 +89,7 @@ var runFlagGroups = []cli.FlagGroup{
 	{Title: "target and keys", Flags: []string{"target", "api-key-file", "wait-for-target", "restart-cmd", "restart-timeout", "config",
 		"profile", "profiles", "acp-auth-method", "workspace-id", "ca-file", "ws-trusted-dev", "protocol-version", "api-key"}},
 	{Title: "levels and gate", Flags: []string{"levels", "fail-on", "baseline", "skip-levels", "areas", "skip-areas", "label-filter", "focus", "seed"}},
-	{Title: "timeouts and limits", Flags: []string{"request-timeout", "stream-timeout", "task-timeout", "max-duration", "max-body-bytes"}},
+	{Title: "timeouts and limits", Flags: []string{"request-timeout", "stream-timeout", "task-timeout", "max-duration", "max-body-bytes", "negative-budget"}},
 	{Title: "actors and OAuth", Flags: []string{"second-api-key-file", "read-only-api-key-file", "oauth-token-url", "oauth-client-id",
 		"oauth-client-secret-file", "oauth-scope", "oauth-audience", "oauth-expired-token-file", "oauth-wrong-audience-token-file",
 		"oauth-wrong-issuer-token-file", "second-api-key", "read-only-api-key"}},
