@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: sessions, messages, outcomes, workspaces and

@@ -10,9 +10,9 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	scenario "github.com/harn-conform/conform/hook"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: how a replay runs: its log, metadata, overrides and

@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/tape"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Tapes (docs/replay.md, "Tapes"; spec 003): a task whose run recorded a

@@ -90,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
-	return usage(stderr, fmt.Sprintf("unknown command %q: want diff or validate", args[0]), ExitError)
+	return usage(stderr, cli.UnknownCommand("command", args[0], []string{"diff", "validate"})+": want diff or validate", ExitError)
 }
 
 // shortUsage follows a usage error; `conform tape help` prints Usage.
