@@ -86,7 +86,7 @@ var (
 		Fails: []string{"EXT-WS-012"}})
 	FaultWSIdempotencyIgnored = declare(fault.Fault{Name: "ws-idempotency-ignored",
 		Doc:   "a command's idempotency_key is ignored: a repeat acts twice",
-		Warns: []string{"EXT-WS-013"}})
+		Fails: []string{"EXT-WS-014"}})
 )
 
 // Resource names the Session or Task whose events a stream carries.
