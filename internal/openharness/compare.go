@@ -97,7 +97,7 @@ func diffs(a, b any, path string, out *[]diff) {
 			break
 		}
 		keys := slices.Sorted(maps.Keys(x))
-		for k := range y {
+		for _, k := range slices.Sorted(maps.Keys(y)) {
 			if _, ok := x[k]; !ok {
 				keys = append(keys, k)
 			}

@@ -2,6 +2,7 @@ package openharness
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -63,6 +64,9 @@ func normative(def string) (*jsonschema.Schema, error) {
 	return norm[def], nil
 }
 
+// normativeTag ends the message of a problem the normative schema found.
+const normativeTag = " (normative schema)"
+
 type refuseLoader struct{}
 
 func (refuseLoader) Load(url string) (any, error) {
@@ -84,7 +88,7 @@ func normativeProblems(def string, doc any) ([]schemas.Problem, error) {
 		return p.Location == "/protocol_version" && strings.Contains(p.Message, "pattern")
 	})
 	for i := range ps {
-		ps[i].Message += " (normative schema)"
+		ps[i].Message += normativeTag
 	}
 	return ps, nil
 }
@@ -108,25 +112,13 @@ func bothSchemas(name, def string, doc any) ([]schemas.Problem, error) {
 	out := slices.Clone(own)
 	for _, p := range nps {
 		bare := p
-		bare.Message = p.Message[:len(p.Message)-len(" (normative schema)")]
+		bare.Message = strings.TrimSuffix(p.Message, normativeTag)
 		if !seen[bare] {
 			out = append(out, p)
 		}
 	}
 	slices.SortFunc(out, func(a, b schemas.Problem) int {
-		if a.Location != b.Location {
-			if a.Location < b.Location {
-				return -1
-			}
-			return 1
-		}
-		if a.Message < b.Message {
-			return -1
-		}
-		if a.Message > b.Message {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.Location, b.Location), cmp.Compare(a.Message, b.Message))
 	})
 	return out, nil
 }
