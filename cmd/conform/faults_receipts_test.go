@@ -14,8 +14,9 @@ import (
 // receipts.go, on the wire): each must fail exactly its requirements,
 // plus the tolerated ones, which observe the same broken receipt from
 // another side; each that breaks a SHOULD must warn and fail nothing.
-func TestReceiptFaultsCaught(t *testing.T)     { runPool(t) }
-func TestReceiptShouldFaultsWarn(t *testing.T) { runPool(t) }
+func TestReceiptFaultsCaught(t *testing.T)         { runPool(t) }
+func TestReceiptHooklessFaultsCaught(t *testing.T) { runPool(t) }
+func TestReceiptShouldFaultsWarn(t *testing.T)     { runPool(t) }
 
 // The harness's legal-but-unusual behaviours (extra fields, reordered keys,
 // SSE spellings…) must leave the Receipts level clean: receipts are served

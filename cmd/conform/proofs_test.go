@@ -16,7 +16,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -370,6 +374,38 @@ func TestProofPlan(t *testing.T) {
 	if len(seen) != len(proofPlan) {
 		t.Errorf("planOrder lists %d tests, proofPlan %d", len(seen), len(proofPlan))
 	}
+	// Every planned test exists: a plan without its test queues runs
+	// nobody collects, which only the proof tier would notice.
+	tests := testFuncs(t)
+	for name := range proofPlan {
+		if !tests[name] {
+			t.Errorf("proofPlan plans runs for %s, which is no test of this package", name)
+		}
+	}
+}
+
+// testFuncs are the names of the package's test functions, read from its
+// _test.go files.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the package's test files: %v (%d)", err, len(files))
+	}
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
+				out[fd.Name.Name] = true
+			}
+		}
+	}
+	return out
 }
 
 var noHook = []refharness.Variant{refharness.VariantNoScenarioHook}

@@ -18,9 +18,9 @@ import (
 
 // The WebSocket profile, part 2: commands are their REST operations
 // (docs/websocket.md section 4): user messages (EXT-WS-004), cancel
-// (EXT-WS-005), truncate (EXT-WS-006) and idempotency keys (EXT-WS-014:
+// (EXT-WS-005), truncate (EXT-WS-006) and idempotency keys (EXT-WS-015:
 // the key is the client's MAY, EXT-WS-013; acting once on it is the server's
-// MUST NOT of the Idempotency section, docs/interpretations.md#ws-idempotency).
+// MUST NOT of the Idempotency section, docs/interpretations.md#ws-idempotency-server).
 
 // frameResponse presents a command's result or error frame as the REST
 // answer it stands for, so the REST checks apply to it unchanged.
@@ -57,6 +57,29 @@ func cancelAtEnd(ctx context.Context, id string) {
 		_, _ = suite.Client().Do(context.WithoutCancel(ctx), client.Request{Method: http.MethodPost, Path: "/v1/tasks/" + client.Seg(id) + "/cancel",
 			Body: map[string]any{"reason": "conform: spec ended"}})
 	})
+}
+
+// wsTruncateShown truncates sess to its first keep turns over the
+// WebSocket profile, with no verdict: where that works (a result frame
+// with status 200), it says so, as evidence that the target offers
+// transcript walk-back (docs/interpretations.md#offered-by-evidence); ""
+// when the suite may not open a WebSocket, none opens, or the command did
+// not work (the WebSocket specs judge those).
+func wsTruncateShown(ctx context.Context, sess string, keep int) string {
+	GinkgoHelper()
+	if wsBlocked() != "" {
+		return ""
+	}
+	l, err := wsConnect(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	f, why := l.command(ctx, map[string]any{"type": "truncate_session", "session_id": sess, "keep_first": keep, "reason": "conform: is walk-back offered?"})
+	if why != "" || f.Type != ws.TypeResult || f.Status() != http.StatusOK {
+		return ""
+	}
+	return fmt.Sprintf("the WebSocket truncate_session of the same session (on GET %s) answered a result with status 200", l.Path)
 }
 
 var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
