@@ -445,6 +445,21 @@ func NoCanary(where string, body []byte, canary string) error {
 	return nil
 }
 
+// NoReasoning checks that a receipt (or any document, body) does not carry
+// thought, the hidden reasoning a task's agent thought (a canary), as
+// written or base64-encoded (RCPT-REDACT-004, RPLY-DELTA-006).
+func NoReasoning(where string, body []byte, thought string) error {
+	if thought == "" {
+		return nil
+	}
+	for _, form := range []string{thought, base64.StdEncoding.EncodeToString([]byte(thought)), base64.RawURLEncoding.EncodeToString([]byte(thought))} {
+		if i := bytes.Index(body, []byte(form)); i >= 0 {
+			return fmt.Errorf("%s carries the hidden reasoning the agent thought (at byte %d of %d): receipts may describe decisions, never reveal private reasoning", where, i, len(body))
+		}
+	}
+	return nil
+}
+
 // Redactions checks RCPT-REDACT-005 on one receipt: every redactions entry
 // names a JSON pointer whose container still exists in the receipt (the
 // structure is kept), says why, and carries a proof hash; and when the run used a

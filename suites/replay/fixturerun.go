@@ -18,6 +18,7 @@ import (
 	fixture "github.com/harn-conform/conform/fixtures/replay"
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
@@ -124,7 +125,8 @@ const (
 // it. A setup that ended on a transport error leaves it unmade: the next
 // spec tries again.
 var fxShared struct {
-	r *fixtureRun
+	r   *fixtureRun
+	gen int64 // suite.Restarts() when it was made
 }
 
 // theFixture returns the target's fixture run, making it on first use. A
@@ -141,9 +143,13 @@ func theFixture(ctx context.Context) *fixtureRun {
 		suite.Unverified("the target does not advertise the conform.scenarios hook, so the fixture's source task (its recorded dependencies) cannot be run on it",
 			remedyFxSteps)
 	}
-	if fxShared.r == nil {
-		fxShared.r = runFixture(ctx, fxTarget, 2)
+	if fxShared.r == nil || fxShared.gen != suite.Restarts() {
+		gen := suite.Restarts()
+		fxShared.r, fxShared.gen = runFixture(ctx, fxTarget, 2), gen
 	}
+	// Its source task is driven by the hook's replay steps, whichever spec
+	// made it (docs/interpretations.md#hook-attested).
+	suite.UsedHook(evidence.HookScenarios, "the replay fixture's source task, run by its replay steps")
 	return fxShared.r
 }
 
