@@ -129,6 +129,10 @@ var sources = map[string]string{
 	// placeholder host, with the document's section names as anchors.
 	"openharness": "https://openharness.invalid/docs/PROTOCOL.md",
 	"acp-harbor":  "https://agent-harbor.invalid/specs/ACP.extensions.md",
+	// Spec 003 (event tapes and the fidelity oracle) names no canonical
+	// URL either (docs/interpretations.md#tape-registry): a placeholder
+	// host with the section's name as anchor.
+	"tape": "https://harnlang.invalid/docs/event-tape-format.md",
 	// The base protocol the ACP Harbor profile also checks (its own
 	// requirements cite these; docs/acp-harbor.md): the Agent Client
 	// Protocol v1 documentation, whose anchors are a page and a section
@@ -195,7 +199,7 @@ func (r Requirement) Validate() error {
 		errs = append(errs, fmt.Sprintf("keyword %q is not one of MUST, MUST NOT, SHOULD, SHOULD NOT, MAY", r.Keyword))
 	}
 	if _, ok := sources[r.Source]; !ok {
-		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay, openharness, acp-harbor, acp, jsonrpc", r.Source))
+		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay, tape, openharness, acp-harbor, acp, jsonrpc", r.Source))
 	}
 	if strings.TrimSpace(r.Section) == "" {
 		errs = append(errs, "section is empty")
