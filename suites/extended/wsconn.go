@@ -45,7 +45,7 @@ const (
 	reqWSResume   = "EXT-WS-010" // resume from a cursor; cursor_expired
 	reqWSBeat     = "EXT-WS-011" // SHOULD: heartbeats within 30 s
 	reqWSReplayed = "EXT-WS-012" // replayed marks history, not live frames
-	reqWSIdem     = "EXT-WS-013" // MAY: idempotency keys on commands
+	reqWSIdem     = "EXT-WS-015" // a command repeated with its idempotency key acts once (the key itself is the client's MAY, EXT-WS-013)
 	reqWSNoSub    = "EXT-WS-014" // SHOULD: an upgrade offering no subprotocol is harn-ws.v1
 )
 
