@@ -14,6 +14,7 @@ const reqHostile = "RPLY-NEG-001"
 
 var _ = Describe("Hostile input (Replay)", func() {
 	It("answers generated malformed replay requests with a 4xx error that starts no replay and carries no credential", suite.Req(reqHostile), func(ctx SpecContext) {
+		needReplay()
 		ids := suite.HostileSession(ctx)
 		suite.HostileInput(ctx, requirements.Replay, map[negative.Rule]string{
 			negative.RuleAnswered: reqHostile, negative.RuleRefused: reqHostile, negative.RuleUnchanged: reqHostile,
