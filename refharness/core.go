@@ -58,8 +58,8 @@ var (
 	FaultWSMessageNotAppended = declare(fault.Fault{Name: "ws-message-not-appended",
 		Doc:       "user_message answers 201 with a Message-shaped body, but nothing is appended",
 		Fails:     []string{"EXT-WS-004"},
-		Tolerated: []string{"EXT-WS-015"},
-		Why:       "each user_message answers a Message of its own making: the same broken command, which the race of a message sent over REST and WebSocket at once sees too (EXT-WS-015)"})
+		Tolerated: []string{"EXT-WS-016"},
+		Why:       "each user_message answers a Message of its own making: the same broken command, which the race of a message sent over REST and WebSocket at once sees too (EXT-WS-016)"})
 	FaultWSCancelIgnored = declare(fault.Fault{Name: "ws-cancel-ignored",
 		Doc:         "cancel_task answers 200 with the task but does not cancel it",
 		Fails:       []string{"EXT-WS-005"},
@@ -88,8 +88,7 @@ var (
 		Fails: []string{"EXT-WS-012"}})
 	FaultWSIdempotencyIgnored = declare(fault.Fault{Name: "ws-idempotency-ignored",
 		Doc:   "a command's idempotency_key is ignored: a repeat acts twice",
-		Fails: []string{"EXT-WS-015"},
-		Warns: []string{"EXT-WS-013"}})
+		Fails: []string{"EXT-WS-015", "EXT-WS-016"}})
 	// A race in the commands' idempotency: a command looks its key up
 	// when it arrives and has its first answer recorded once the write is
 	// durable (routes.go, lateIdem), while REST writes check and record
@@ -97,7 +96,7 @@ var (
 	// REST request sent at once both act.
 	FaultWSCommandIdempotencyRaced = declare(fault.Fault{Name: "ws-command-idempotency-raced",
 		Doc:   "a WebSocket command looks its idempotency key up on arrival and records it once the write is durable: a command and its REST request with one key, sent at once, both act; a command repeated later replays",
-		Fails: []string{"EXT-WS-015"}, Race: true})
+		Fails: []string{"EXT-WS-016"}, Race: true})
 	// A race: an unlocked subscriber list, on the WebSocket session
 	// streams (as FaultSSESubscribersLost on SSE, events.go): a delivery
 	// run reads the list when it starts and stores it with itself added
@@ -105,7 +104,7 @@ var (
 	// are never woken for live events.
 	FaultWSSubscribersLost = declare(fault.Fault{Name: "ws-subscribers-lost",
 		Doc:       "WebSocket session streams register for live events in a subscriber list updated without a lock (read when a delivery run starts, stored after the history): of sessions opened at once, some deliver no live event",
-		Fails:     []string{"EXT-WS-016"},
+		Fails:     []string{"EXT-WS-017"},
 		Tolerated: []string{"EXT-WS-012"},
 		Why:       "a session stream resumed while its old run unsubscribes can lose its registration the same way, and then waits for a live event that never comes (EXT-WS-012)",
 		Race:      true})

@@ -225,6 +225,11 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 				h.How = red.String(h.How)
 				o.res.Hooks = append(o.res.Hooks, h)
 			}
+		case evidence.EntryHookFree:
+			if h, err := evidence.Decode[evidence.HookFree](e); err == nil {
+				h.How = red.String(h.How)
+				o.res.HookFree = append(o.res.HookFree, h)
+			}
 		case evidence.EntryTranscript:
 			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
 				o.res.Transcript, o.res.Dropped = t.Exchanges, t.Dropped
@@ -310,6 +315,7 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 	for id, e := range o.reqs {
 		if e.Verdict != Skip {
 			e.Hooks = hooksFor(o.res.Hooks, id)
+			e.hookFree = len(e.Hooks) == 0 || slices.ContainsFunc(o.res.HookFree, func(f evidence.HookFree) bool { return slices.Contains(f.Requirements, id) })
 			o.reqs[id] = e
 		}
 	}
@@ -473,6 +479,13 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 				sort.Strings(hooks)
 				res.Hooks = hooks
 			}
+			// A pass or warning some spec judged through a hook is still
+			// verified without one when every spec that judged it either
+			// used no hook for it or verified it on an object no hook made
+			// as well (docs/interpretations.md#hook-attested).
+			if (res.Verdict == Pass || res.Verdict == Warn) && len(res.Hooks) > 0 {
+				res.HookFree = !slices.ContainsFunc(judged, func(ev Evidence) bool { return !ev.hookFree })
+			}
 		case !q.Observable:
 			res.Verdict, res.Message = Skip, "not wire-observable: "+q.Reason
 		case len(notApplicable) > 0:
@@ -597,8 +610,8 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 }
 
 // tallyMUSTs counts a level's observable MUSTs by how they ended and on
-// what evidence: a requirement is verified without a hook only when no
-// spec that judged it used one.
+// what evidence: a requirement is verified without a hook when no spec
+// judged it through a hook only (ReqResult.HookFree).
 func tallyMUSTs(level string, reqs []ReqResult, observable func(id string) bool) *MustTally {
 	t := &MustTally{}
 	for _, q := range reqs {
@@ -608,7 +621,7 @@ func tallyMUSTs(level string, reqs []ReqResult, observable func(id string) bool)
 		t.Observable++
 		switch q.Verdict {
 		case Pass, Warn:
-			if len(q.Hooks) == 0 {
+			if len(q.Hooks) == 0 || q.HookFree {
 				t.VerifiedWithoutHook++
 				continue
 			}

@@ -441,14 +441,12 @@ func TestRequestedUnclaimedLevel(t *testing.T) {
 }
 
 // Each level counts its observable MUSTs by how they ended and on what
-// evidence: verified without any hook only when no spec that judged it
-// used one.
+// evidence: verified with a hook when every spec that judged it used one.
 func TestMustTally(t *testing.T) {
 	hook := func(h string, reqs ...string) types.ReportEntry {
 		return entry(t, evidence.EntryHook, evidence.HookUse{Hook: h, How: "POST /v1/tasks with a conform.scenario", Requirements: reqs})
 	}
 	gr := run(nil,
-		spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
 		spec("A1 and A3 with the hook", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-003"}, hook(evidence.HookScenarios)),
 		spec("A2 fails", types.SpecStateFailed, "x", []string{"req:CORE-A-002"},
 			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"}), hook(evidence.HookQuotas, "CORE-A-002")),
@@ -483,6 +481,78 @@ func TestMustTally(t *testing.T) {
 		t.Errorf("the table does not show the MUSTs' evidence:\n%s", tb.String())
 	}
 	checkOutputs(t, r)
+}
+
+// A MUST verified on hook-free evidence counts as verified without a hook
+// even when other evidence came through a hook, when every spec that
+// judged it used no hook for it or also checked it on an object no hook
+// made (evidence.HookFree, docs/interpretations.md#hook-attested). A plain
+// spec beside a hook-only one pairs nothing (the hooked spec may judge a
+// part of the requirement only a hook can show), and hook-free evidence
+// never makes a failure a pass.
+func TestMustTallyPaired(t *testing.T) {
+	hook := func(reqs ...string) types.ReportEntry {
+		return entry(t, evidence.EntryHook, evidence.HookUse{Hook: evidence.HookScenarios, How: "the receipts of task t_1", Requirements: reqs})
+	}
+	free := func(reqs ...string) types.ReportEntry {
+		return entry(t, evidence.EntryHookFree, evidence.HookFree{How: "task t_2 (a plain task)", Requirements: reqs})
+	}
+	rcpt := target.Selection{Level: requirements.Receipts, Run: true, Claimed: true, Reason: "claimed"}
+	for _, tc := range []struct {
+		name     string
+		specs    []types.SpecReport
+		core     MustTally
+		hookFree map[string]bool
+	}{
+		{"a plain spec beside a hooked one",
+			[]types.SpecReport{
+				spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+				spec("A1 A2 hooked", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-002"}, hook()),
+			},
+			MustTally{Observable: 2, VerifiedWithHook: 2, Hooks: []string{evidence.HookScenarios}},
+			map[string]bool{}},
+		{"a plain spec beside a hooked one that checked A1 on a plain object too",
+			[]types.SpecReport{
+				spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+				spec("A1 A2 hooked, A1 paired", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-002"}, hook(), free("CORE-A-001")),
+			},
+			MustTally{Observable: 2, VerifiedWithoutHook: 1, VerifiedWithHook: 1, Hooks: []string{evidence.HookScenarios}},
+			map[string]bool{"CORE-A-001": true}},
+		{"a hooked spec that checked A1 on a plain object too",
+			[]types.SpecReport{
+				spec("A1 A2 hooked, A1 paired", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-002"}, hook(), free("CORE-A-001")),
+			},
+			MustTally{Observable: 2, VerifiedWithoutHook: 1, VerifiedWithHook: 1, Hooks: []string{evidence.HookScenarios}},
+			map[string]bool{"CORE-A-001": true}},
+		{"a plain object whose requirement failed on a hooked one",
+			[]types.SpecReport{
+				spec("A1 fails", types.SpecStateFailed, "x", []string{"req:CORE-A-001", "req:CORE-A-002"},
+					entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: "x"}), hook(), free("CORE-A-001", "CORE-A-002")),
+			},
+			MustTally{Observable: 2, Failed: 1, NotVerified: 1}, // a failed spec verifies nothing else
+			map[string]bool{}},
+		{"a plain spec beside a hooked one that failed",
+			[]types.SpecReport{
+				spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+				spec("A1 fails hooked", types.SpecStateFailed, "x", []string{"req:CORE-A-001"},
+					entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: "x"}), hook()),
+			},
+			MustTally{Observable: 2, Failed: 1, NotVerified: 1},
+			map[string]bool{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcpt), Registry: reg(t)}, run(nil, tc.specs...))
+			if got := r.Levels[0].MUSTs; got == nil || fmt.Sprint(*got) != fmt.Sprint(tc.core) {
+				t.Errorf("core MUSTs = %+v, want %+v", got, tc.core)
+			}
+			for _, id := range []string{"CORE-A-001", "CORE-A-002"} {
+				if q := find(r, id); q.HookFree != tc.hookFree[id] {
+					t.Errorf("%s (%s, hooks %v): hook_free %v, want %v", id, q.Verdict, q.Hooks, q.HookFree, tc.hookFree[id])
+				}
+			}
+			checkOutputs(t, r)
+		})
+	}
 }
 
 // The gate: failed MUSTs fail it (exit 1) before errors (exit 2); an

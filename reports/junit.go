@@ -180,6 +180,8 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 		c.Properties = append(c.Properties, junitProperty{Name: "expected", Value: "true"})
 	}
 	switch {
+	case q.HookFree && len(q.Hooks) > 0:
+		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "without_hook"}, junitProperty{Name: "hooks", Value: strings.Join(q.Hooks, ",")})
 	case len(q.Hooks) > 0:
 		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "with_hook"}, junitProperty{Name: "hooks", Value: strings.Join(q.Hooks, ",")})
 	case q.Verdict == Pass || q.Verdict == Warn || q.Verdict == Fail:

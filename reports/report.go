@@ -248,6 +248,12 @@ type ReqResult struct {
 	// evidence for this verdict came through: the verdict is
 	// hook-attested. Empty: no spec that judged it used one.
 	Hooks []string `json:"hooks,omitempty"`
+	// HookFree: a pass or warning whose Hooks some spec's evidence came
+	// through, but which every spec that judged it verified on evidence no
+	// test hook made too — it used none for it, or also checked it on an
+	// object no hook made (SpecResult.HookFree): the level counts it
+	// verified without a hook (docs/interpretations.md#hook-attested).
+	HookFree bool `json:"hook_free,omitempty"`
 	// Expected: a baseline lists this requirement and it failed, stayed
 	// unverified or warned; its verdict is kept, but it does not block its
 	// level. Stale: a baseline lists it and it passed.
@@ -271,6 +277,8 @@ type Evidence struct {
 	Curl    string  `json:"curl,omitempty"`
 	// Hooks are the test hooks this spec's evidence for it came through.
 	Hooks []string `json:"hooks,omitempty"`
+	// hookFree: the spec also checked it on an object no hook made.
+	hookFree bool
 }
 
 // SpecResult is one Ginkgo spec.
@@ -290,6 +298,9 @@ type SpecResult struct {
 	// Hooks are the test hooks the spec used, each with the requirements
 	// whose verdicts rest on it (all the spec's when none are named).
 	Hooks []evidence.HookUse `json:"hooks,omitempty"`
+	// HookFree are the objects no test hook made that the spec judged
+	// besides, each with the requirements checked on it.
+	HookFree []evidence.HookFree `json:"hook_free,omitempty"`
 }
 
 // OpLatency summarises one operation's round trips.

@@ -195,6 +195,21 @@ type HookUse struct {
 	Requirements []string `json:"requirements,omitempty"`
 }
 
+// EntryHookFree is the report entry of a spec that judged some of its
+// requirements on an object no test hook made, besides objects a hook made
+// (HookFree).
+const EntryHookFree = "conform.hook_free"
+
+// HookFree records that a spec checked Requirements on an object no test
+// hook made or drove (a plain task and its receipts): its pass on them
+// then verifies them on the target's ordinary path even when the spec's
+// other evidence came through a hook (docs/interpretations.md#hook-attested).
+type HookFree struct {
+	// How names the object, e.g. "the receipts of task t_1 (a plain task)".
+	How          string   `json:"how"`
+	Requirements []string `json:"requirements"`
+}
+
 // HooksIn names the test hooks one exchange the suite sent used: a request
 // the target accepted (2xx) that carried a scenario, created vault secrets
 // or went to a hook's route under /v1/conform/. A refused request used

@@ -21,6 +21,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/evidence"
+	"github.com/harn-conform/conform/internal/negative"
 	"github.com/harn-conform/conform/internal/openapi"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/target"
@@ -94,6 +95,12 @@ type specState struct {
 	atEnd []func() // AtSpecEnd's, run last first
 
 	hooks []evidence.HookUse // the test hooks the spec used (UsedHook, and seen on the wire)
+
+	object   string              // the object being judged (Judging); "" when none
+	hookFree bool                // whether no test hook made or drove it
+	free     map[string][]string // hook-free object -> requirements checked on it
+	freeObjs []string            // the keys of free, in order
+	partial  []string            // requirements hook-free objects do not verify alone (NeedsHooked)
 }
 
 // maxTraffic bounds what one spec keeps for the oracle.
@@ -137,6 +144,62 @@ func hookHow(t client.Traffic, h string) string {
 	return strings.TrimSpace(t.Method + " " + t.Path + " " + what)
 }
 
+// Judging says that the checks that follow (Check, CheckBlocks), until the
+// next Judging or EndJudging, judge one object: how names it, hookFree
+// says that no test hook made or drove it (a plain task, its receipts).
+// The requirements checked on a hook-free object are recorded
+// (evidence.HookFree): a spec that also judges objects a hook made
+// (UsedHook) then verifies them on the target's ordinary path as well, and
+// the report counts them verified without a hook when the spec passes them
+// (docs/interpretations.md#hook-attested). Call EndJudging before checks
+// that judge several objects together.
+func Judging(how string, hookFree bool) {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.object, st.hookFree = Env().Redactor.String(how), hookFree
+	st.mu.Unlock()
+}
+
+// EndJudging ends what Judging began: the checks that follow judge no
+// single object.
+func EndJudging() { Judging("", false) }
+
+// NeedsHooked says that the spec's verdict on reqs needs the objects a
+// hook made (a canary only a scenario hands over, a FAILED task only a
+// scenario makes): their checks on hook-free objects (Judging) verify only
+// part of them, so they are not recorded as verified without a hook.
+func NeedsHooked(reqs ...string) {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.partial = append(st.partial, reqs...)
+	st.mu.Unlock()
+}
+
+// checkedOn records a check of req on the object being judged, when no
+// hook made it.
+func (st *specState) checkedOn(req string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.object == "" || !st.hookFree {
+		return
+	}
+	if st.free == nil {
+		st.free = map[string][]string{}
+	}
+	if _, ok := st.free[st.object]; !ok {
+		st.freeObjs = append(st.freeObjs, st.object)
+	}
+	if !slices.Contains(st.free[st.object], req) {
+		st.free[st.object] = append(st.free[st.object], req)
+	}
+}
+
 // UsedHook records that some of the current spec's evidence came through
 // the test hook named (evidence.Hooks), made as how says: the verdicts on
 // reqs in this spec — on every requirement it names, when reqs is empty —
@@ -173,6 +236,7 @@ var _ = BeforeEach(func() {
 	st := &specState{rec: client.NewRecorder(), judged: map[string]bool{}, fails: map[string]evidence.Verdict{}, blocks: map[string][]string{}}
 	current.Store(st)
 	env := Env()
+	startWatches(env)
 	gate(env)
 	switch {
 	case env.Client == nil:
@@ -202,9 +266,19 @@ var _ = AfterEach(func() {
 	st.mu.Lock()
 	hooks := st.hooks
 	st.hooks = nil
+	free, freeObjs, partial := st.free, st.freeObjs, st.partial
+	st.free, st.freeObjs, st.object, st.partial = nil, nil, "", nil
 	st.mu.Unlock()
 	for _, h := range hooks {
 		AddReportEntry(evidence.EntryHook, h, ReportEntryVisibilityNever)
+	}
+	for _, o := range freeObjs {
+		r := slices.DeleteFunc(slices.Clone(free[o]), func(id string) bool { return slices.Contains(partial, id) })
+		if len(r) == 0 {
+			continue
+		}
+		slices.Sort(r)
+		AddReportEntry(evidence.EntryHookFree, evidence.HookFree{How: o, Requirements: r}, ReportEntryVisibilityNever)
 	}
 	ex, dropped := st.rec.Exchanges()
 	if len(ex) > 0 {
@@ -535,6 +609,9 @@ func Check(req string, err error) bool {
 // has no verdict of its own is unverified, "not checked: blocked by the
 // failure of req (…)", and req's failure lists them.
 func CheckBlocks(req string, err error, blocks ...string) bool {
+	if st := current.Load(); st != nil {
+		st.checkedOn(req)
+	}
 	if err == nil {
 		return true
 	}
@@ -776,6 +853,12 @@ func judgeTraffic(st *specState) {
 				v.Req = ReqWSEventFrame
 			}
 			if retry && t.Status == http.StatusOK && v.UndeclaredSuccess {
+				continue
+			}
+			if v.Kind == openapi.KindResponse && t.Status/100 == 2 && strings.HasPrefix(t.Probe, negative.InvalidProbe) {
+				// A success answer to a request the document declares
+				// invalid is the hostile-input pass's finding; its body
+				// answers no valid request.
 				continue
 			}
 			msg := env.Redactor.String(v.Error())

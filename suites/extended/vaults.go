@@ -59,6 +59,26 @@ var _ = Describe("Vaults", func() {
 			}
 			suite.Check(reqVaultReads, noSecretRead(list, canary))
 		}
+		if withSecrets {
+			// Paired: a vault made with no secret value, through no hook, is
+			// created, read and listed the same way: EXT-VAULT-001 judged on
+			// the target's ordinary path (docs/interpretations.md#hook-attested).
+			plain, created := createVault(ctx, ws, []string{"use"}, "", reqVault)
+			suite.Judging("vault "+plain+", made with no secret value", true)
+			suite.Check(reqVault, vaultFields(created, ws))
+			get := suite.Do(ctx, client.Request{Path: "/v1/vaults/" + client.Seg(plain)}, reqVault)
+			if suite.Check(reqVault, check.Status(get, http.StatusOK)) {
+				m, err := object(get)
+				if suite.Check(reqVault, err) {
+					suite.Check(reqVault, vaultFields(m, ws))
+				}
+			}
+			items, _, err := listAll(ctx, "/v1/vaults", url.Values{"workspace_id": {ws}}, reqVault)
+			if suite.Check(reqVault, err) && !slices.Contains(ids(items), plain) {
+				suite.Check(reqVault, fmt.Errorf("GET /v1/vaults?workspace_id=%s does not list vault %s, created in that workspace (listed: %v)", ws, plain, ids(items)))
+			}
+			suite.EndJudging()
+		}
 		if !withSecrets {
 			// Credential-named members were looked for above; a vault the
 			// suite could give no secret cannot show that secrets stay hidden.

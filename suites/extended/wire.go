@@ -97,8 +97,9 @@ var _ = Describe("Event naming and tool events", func() {
 			Body: map[string]any{"name": suite.Key("conform-events"), "root": "conform://events"}}))
 		sess := xID(xSession(ctx, ws, ""))
 		xTerminal(ctx, xSubmit(ctx, sess, nil))
+		toolTask := ""
 		if suite.Env().Discovery.Scenarios() != "" {
-			xToolTask(ctx, sess)
+			toolTask, _ = xToolTask(ctx, sess)
 		}
 		// A local-server file write, where offered, is the Harness's own
 		// activity beside the agent's.
@@ -106,8 +107,12 @@ var _ = Describe("Event naming and tool events", func() {
 			Body: map[string]any{"content": "conform"}}, reqVendorEvents)
 		evs := xPrereqList(ctx, "reading the workspace's events (GET /v1/events?workspace_id=)", "CORE-EVT-001", "/v1/events", url.Values{"workspace_id": {ws}})
 		seen, bad := map[string]bool{}, []string{}
+		free := 0 // vendor events of no task a scenario drove
 		for _, e := range evs {
 			k, _ := e["event"].(string)
+			if !taxonomy[k] && (toolTask == "" || e["task_id"] != toolTask) {
+				free++
+			}
 			if taxonomy[k] || seen[k] {
 				continue
 			}
@@ -122,6 +127,13 @@ var _ = Describe("Event naming and tool events", func() {
 		}
 		if len(bad) > 0 {
 			suite.Should(reqVendorEvents, fmt.Errorf("GET /v1/events?workspace_id=%s: event kinds outside the spec's taxonomy without a reverse-DNS (com.example.x) or vendor. prefix: %v", ws, bad))
+		} else if free > 0 && toolTask != "" {
+			// Paired: vendor events of the plain task and the file write,
+			// which no hook drove, were judged too
+			// (docs/interpretations.md#hook-attested).
+			suite.Judging(fmt.Sprintf("%d vendor event(s) of workspace %s not of the scenario-driven task %s", free, ws, toolTask), true)
+			suite.Check(reqVendorEvents, nil)
+			suite.EndJudging()
 		}
 	})
 

@@ -47,6 +47,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 		byID := map[string][]byte{}
 		servedIDs, stable := 0, 0
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			id := lr.doc.Str("receipt_id")
 			if id == "" {
 				// No id to read it by: it cannot be served, nor read twice.
@@ -77,6 +78,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 		}
 		// The id a Task names its receipt by serves a receipt with that id.
 		for _, f := range r.tasks {
+			judging(f)
 			task, _ := readJSON(ctx, "RCPT-SHAPE-006", "/v1/tasks/"+client.Seg(f.id), nil)
 			if rid, _ := task["receipt_id"].(string); rid != "" {
 				checked, err := check.ServedID(do(ctx, client.Request{Path: "/v1/receipts/" + client.Seg(rid)}, "RCPT-SHAPE-006"), rid)
@@ -98,6 +100,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 
 	It("issues receipts that are I-JSON and valid against the receipt schema", suite.Req("RCPT-SHAPE-001", "RCPT-SHAPE-002", "RCPT-HASH-003"), func(ctx SpecContext) {
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			res := r.verify(ctx, lr.raw)
 			where := fmt.Sprintf("%s of task %s", lr.doc.Label(), lr.task.id)
 			suite.Check("RCPT-HASH-003", check.Findings(where, res, receipt.ClassJSONInvalid))
@@ -108,9 +111,11 @@ var _ = Describe("Receipts of finished tasks", func() {
 
 	It("describes each task in its receipt: subject, identifiers, cost and lifecycle", suite.Req("RCPT-SHAPE-003", "RCPT-SHAPE-004", "RCPT-SHAPE-005", "RCPT-SHAPE-007", "RCPT-SHAPE-008"), func(ctx SpecContext) {
 		failedTasks := 0
-		seen := map[string]bool{}
+		seen, seenFree := map[string]bool{}, map[string]bool{}
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			seen[lr.task.status] = true
+			seenFree[lr.task.status] = seenFree[lr.task.status] || !lr.task.hooked
 			suite.Check("RCPT-SHAPE-003", check.Subject(lr.doc, lr.task.task))
 			suite.Check("RCPT-SHAPE-004", check.Identifiers(lr.doc, check.RunIDs{Workspace: r.workspace, Session: r.session, Task: lr.task.id}))
 			suite.Check("RCPT-SHAPE-004", check.Cost(lr.doc, r.outcome(ctx, lr.task)))
@@ -129,6 +134,11 @@ var _ = Describe("Receipts of finished tasks", func() {
 			if !seen[st] {
 				missing = append(missing, st)
 			}
+			if !seenFree[st] {
+				// The final_state of every end was checked only with the
+				// tasks a scenario drove.
+				suite.NeedsHooked("RCPT-SHAPE-005")
+			}
 		}
 		if len(missing) > 0 {
 			remedy := suite.RemedyScenarios
@@ -145,6 +155,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 
 	It("stores a receipt hash that recomputes byte for byte", suite.Req("RCPT-HASH-001", "RCPT-HASH-002"), func(ctx SpecContext) {
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			res := r.verify(ctx, lr.raw)
 			where := fmt.Sprintf("%s of task %s", lr.doc.Label(), lr.task.id)
 			suite.Check("RCPT-HASH-002", check.Findings(where, res, receipt.ClassHashMissing, receipt.ClassHashPattern))
@@ -166,6 +177,8 @@ var _ = Describe("Receipts of finished tasks", func() {
 			links    int // non-null links the suite could follow
 		)
 		for i := 1; i < len(all); i++ {
+			// A link is judged on both receipts it joins.
+			judging(all[i-1].task, all[i].task)
 			own := all[i].doc.Str("chain", "receipt_hash")
 			delete(known, own)
 			link, err := check.ChainLink(all[i-1].doc, all[i].doc, known)
@@ -204,6 +217,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 		all := r.all(ctx)
 		signed := 0
 		for _, lr := range all {
+			judging(lr.task)
 			if sigs, _ := lr.doc.Get("signatures").([]any); len(sigs) > 0 {
 				signed++
 			}
@@ -221,6 +235,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 		profiles := map[string]int{}
 		unchecked := 0
 		for _, lr := range all {
+			judging(lr.task)
 			if sigs, _ := lr.doc.Get("signatures").([]any); len(sigs) == 0 {
 				continue
 			}
@@ -256,6 +271,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 			noOutcome                                                   []string
 		)
 		for _, f := range r.tasks {
+			judging(f)
 			task, read := readJSON(ctx, "RCPT-REF-001", "/v1/tasks/"+client.Seg(f.id), nil)
 			rid, _ := task["receipt_id"].(string)
 			if !read {
@@ -337,6 +353,8 @@ var _ = Describe("Receipts of finished tasks", func() {
 				}
 			}
 		}
+		// The session's events are the events of every task of the run.
+		suite.EndJudging()
 		evs, err := readEvents(ctx, "/v1/sessions/"+client.Seg(r.session)+"/events", "RCPT-REF-003")
 		if err != nil {
 			suite.NothingToCheck("RCPT-REF-003", fmt.Sprintf("the session's events could not be read, so their receipt_ids were not followed: %v", err), remedySetup)
@@ -404,6 +422,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 
 	It("answers the verify API as the suite's own verification does", suite.Req("RCPT-VERIFY-001", "RCPT-VERIFY-002"), func(ctx SpecContext) {
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			id := lr.doc.Str("receipt_id")
 			if id == "" {
 				continue // RCPT-SHAPE-006's finding: there is no id to verify by
@@ -417,32 +436,51 @@ var _ = Describe("Receipts of finished tasks", func() {
 	})
 
 	It("answers valid: false, with a reason, for a receipt that does not verify as asked", suite.Req("RCPT-VERIFY-001", "RCPT-VERIFY-002"), func(ctx SpecContext) {
-		lr := r.verifiable(ctx)
+		lr := r.verifiable(ctx, false)
 		id := lr.doc.Str("receipt_id")
 		path := "/v1/receipts/" + client.Seg(id) + "/verify"
-		invalid := 0
-		var ignored []string
 		// The standard request (OpenAPI VerifyReceiptRequest) first.
-		for _, probe := range []struct {
-			what string
-			body map[string]any
-		}{
-			{"a trust_anchor naming a key that did not sign it", map[string]any{"trust_anchor": untrustedAnchor()}},
-			{"an at_time before the receipt was issued", map[string]any{"at_time": beforeAnyReceipt}},
-		} {
-			resp := do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: probe.body}, "RCPT-VERIFY-001")
-			if resp.Status == http.StatusBadRequest || resp.Status == http.StatusUnprocessableEntity {
-				ignored = append(ignored, fmt.Sprintf("%s was refused (%s)", probe.what, resp))
-				continue
+		standard := func(path string) (invalid int, ignored []string) {
+			for _, probe := range []struct {
+				what string
+				body map[string]any
+			}{
+				{"a trust_anchor naming a key that did not sign it", map[string]any{"trust_anchor": untrustedAnchor()}},
+				{"an at_time before the receipt was issued", map[string]any{"at_time": beforeAnyReceipt}},
+			} {
+				resp := do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: probe.body}, "RCPT-VERIFY-001")
+				if resp.Status == http.StatusBadRequest || resp.Status == http.StatusUnprocessableEntity {
+					ignored = append(ignored, fmt.Sprintf("%s was refused (%s)", probe.what, resp))
+					continue
+				}
+				a, err := check.Verification(resp)
+				suite.Check("RCPT-VERIFY-001", err)
+				switch {
+				case err != nil:
+				case a.Valid:
+					ignored = append(ignored, fmt.Sprintf("%s was answered valid: true", probe.what))
+				default:
+					invalid++
+				}
 			}
-			a, err := check.Verification(resp)
-			suite.Check("RCPT-VERIFY-001", err)
-			switch {
-			case err != nil:
-			case a.Valid:
-				ignored = append(ignored, fmt.Sprintf("%s was answered valid: true", probe.what))
-			default:
-				invalid++
+			return invalid, ignored
+		}
+		judging(lr.task)
+		invalid, ignored := standard(path)
+		if invalid > 0 {
+			suite.Check("RCPT-VERIFY-002", nil) // answered valid: false for this receipt
+		}
+		suite.EndJudging()
+		if lr.task.hooked {
+			// Paired: the same standard requests for a plain task's receipt,
+			// whose answers judge the verify API on the target's ordinary
+			// path (docs/interpretations.md#hook-attested).
+			if plain := r.verifiable(ctx, true); plain.task != nil {
+				judging(plain.task)
+				if n, _ := standard("/v1/receipts/" + client.Seg(plain.doc.Str("receipt_id")) + "/verify"); n > 0 {
+					suite.Check("RCPT-VERIFY-002", nil) // answered valid: false
+				}
+				suite.EndJudging()
 			}
 		}
 		// The conform extension, where offered: a tampered copy.
@@ -494,15 +532,21 @@ var _ = Describe("Receipts of finished tasks", func() {
 	It("keeps credentials, the API key and the canary secret out of receipts", suite.Req("RCPT-REDACT-001", "RCPT-REDACT-002", "RCPT-REDACT-003"), func(ctx SpecContext) {
 		red := suite.Env().Redactor
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			where := fmt.Sprintf("%s of task %s", lr.doc.Label(), lr.task.id)
 			named, shaped := check.SecretFindings(where, receipt.Verify(lr.raw, receipt.Options{}))
 			suite.Check("RCPT-REDACT-001", named)
 			suite.Check("RCPT-REDACT-003", shaped)
 			suite.Check("RCPT-REDACT-001", check.NoCanary(where, lr.raw, r.canary))
+			var key error
 			if red.Contains(string(lr.raw)) {
-				suite.Check("RCPT-REDACT-002", fmt.Errorf("%s carries the API key the suite authenticated with", where))
+				key = fmt.Errorf("%s carries the API key the suite authenticated with", where)
 			}
+			suite.Check("RCPT-REDACT-002", key)
 		}
+		// Only the secret task was handed the canary: the plain tasks'
+		// receipts show the credential-named members, not the secret kept out.
+		suite.NeedsHooked("RCPT-REDACT-001")
 		if r.canary == "" {
 			suite.NothingToCheck("RCPT-REDACT-001", "credential-named members were checked, but no secret the run used could be looked for: "+r.noCanary, remedyCanary)
 		}
@@ -512,8 +556,11 @@ var _ = Describe("Receipts of finished tasks", func() {
 		if r.thought == "" {
 			suite.Unverified(r.noThought, remedyThought)
 		}
+		// Only the reasoning task thought the canary.
+		suite.NeedsHooked("RCPT-REDACT-004")
 		seen := false
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			seen = seen || lr.task.thought
 			suite.Check("RCPT-REDACT-004", check.NoReasoning(fmt.Sprintf("%s of task %s", lr.doc.Label(), lr.task.id), lr.raw, r.thought))
 		}
@@ -553,8 +600,12 @@ var _ = Describe("Receipts of finished tasks", func() {
 	})
 
 	It("describes redactions with proof hashes and keeps redacted receipts verifiable", suite.Req("RCPT-REDACT-005", "RCPT-REDACT-006"), func(ctx SpecContext) {
+		// The redaction checked is the canary's, which only the secret task
+		// was handed.
+		suite.NeedsHooked("RCPT-REDACT-005", "RCPT-REDACT-006")
 		n := 0
 		for _, lr := range r.all(ctx) {
+			judging(lr.task)
 			reds, _ := lr.doc.Get("redactions").([]any)
 			if len(reds) == 0 && !lr.task.secret {
 				continue
@@ -581,8 +632,10 @@ var _ = Describe("Receipts of finished tasks", func() {
 	It("issues receipts that pass the offline verification the receipt fixtures define", suite.Req("RCPT-FIX-001"), func(ctx SpecContext) {
 		all := r.all(ctx)
 		byHash := map[string][]byte{}
+		taskOf := map[string]*finished{}
 		signedUnchecked := 0
 		for _, lr := range all {
+			judging(lr.task)
 			res := r.verify(ctx, lr.raw)
 			if err := res.Err(); err != nil {
 				suite.Check("RCPT-FIX-001", fmt.Errorf("%s of task %s, verified as `conform receipt verify` does: %w", lr.doc.Label(), lr.task.id, err))
@@ -591,6 +644,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 				signedUnchecked++
 			}
 			byHash[lr.doc.Str("chain", "receipt_hash")] = lr.raw
+			taskOf[lr.doc.Str("chain", "receipt_hash")] = lr.task
 		}
 		// Where a receipt links to another of the run, the link must be that
 		// receipt's recomputed hash, as VerifyChain checks a chain.
@@ -600,6 +654,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 			if !ok || link == "" {
 				continue
 			}
+			judging(taskOf[link], lr.task)
 			res := receipt.VerifyChain([][]byte{prev, lr.raw}, receipt.Options{})
 			suite.Check("RCPT-FIX-001", check.Findings(fmt.Sprintf("%s of task %s, as the second link of a chain", lr.doc.Label(), lr.task.id), res[1], receipt.ClassChainBroken))
 		}
@@ -801,9 +856,20 @@ func otherReceiptHashes(ctx context.Context, r *run) (map[string]bool, []string)
 // verifiable picks the receipt the verify probes ask about: the first the
 // suite's own verification accepts (so an "invalid" answer is about the
 // request, not a defect), else the first.
-func (r *run) verifiable(ctx context.Context) listedReceipt {
+//
+// With plain, it returns one of a task no hook drove, if there is one (its
+// task is nil otherwise), and never ends the spec.
+func (r *run) verifiable(ctx context.Context, plain bool) listedReceipt {
 	GinkgoHelper()
 	all := r.all(ctx)
+	if plain {
+		all = slices.DeleteFunc(all, func(lr listedReceipt) bool { return lr.task.hooked })
+		i := slices.IndexFunc(all, func(lr listedReceipt) bool { return lr.doc.Str("receipt_id") != "" && r.verify(ctx, lr.raw).Valid() })
+		if i < 0 {
+			return listedReceipt{}
+		}
+		return all[i]
+	}
 	i := slices.IndexFunc(all, func(lr listedReceipt) bool { return lr.doc.Str("receipt_id") != "" && r.verify(ctx, lr.raw).Valid() })
 	if i < 0 {
 		i = slices.IndexFunc(all, func(lr listedReceipt) bool { return lr.doc.Str("receipt_id") != "" })

@@ -420,6 +420,8 @@ func (r *run) listed(ctx context.Context, f *finished) [][]byte {
 		// that drove the task (docs/interpretations.md#hook-attested).
 		suite.UsedHook(evidence.HookScenarios, "the receipts of task "+f.id+" ("+f.how+")")
 	}
+	judging(f)
+	defer suite.EndJudging()
 	rs, ok := r.receipts[f.id]
 	where := "GET /v1/tasks/" + f.id + "/receipts"
 	if !ok {
@@ -433,6 +435,7 @@ func (r *run) listed(ctx context.Context, f *finished) [][]byte {
 	}
 	switch {
 	case len(rs) > 0:
+		suite.Check("RCPT-RES-002", nil) // listed: judged on this task
 	case r.policy != "required":
 		suite.NotApplicableTo("RCPT-RES-002", fmt.Sprintf("%s: the %s task lists no receipt, and the agent card's receipt_policy is %q", where, f.status, r.policy))
 	default:
@@ -441,12 +444,30 @@ func (r *run) listed(ctx context.Context, f *finished) [][]byte {
 	return rs
 }
 
+// judging says that the checks that follow judge the receipts (or the
+// reads) of the tasks fs: when no hook drove any of them, the requirements
+// checked on them are verified on the target's ordinary path too
+// (suite.Judging, docs/interpretations.md#hook-attested).
+func judging(fs ...*finished) {
+	how, free := "", true
+	for _, f := range fs {
+		if how != "" {
+			how += " and "
+		}
+		how += "task " + f.id + " (" + f.how + ")"
+		free = free && !f.hooked
+	}
+	suite.Judging(how, free)
+}
+
 // all returns every receipt of the run with its task, in task order.
 func (r *run) all(ctx context.Context) []listedReceipt {
 	GinkgoHelper()
 	var out []listedReceipt
+	defer suite.EndJudging()
 	for _, f := range r.tasks {
 		for _, raw := range r.listed(ctx, f) {
+			judging(f)
 			d, err := check.DecodeReceipt(raw)
 			// A receipt that is no JSON object is checked for nothing
 			// else; the others still are.

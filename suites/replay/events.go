@@ -43,8 +43,13 @@ var _ = Describe("Replayed events", func() {
 	It("marks each replayed event of an exact replay with its source, replay task, original event, a working cursor and mode, in the source's order, under ids of its own", suite.Req(append(metaReqs, "RPLY-LOG-002")...), func(ctx SpecContext) {
 		needReplay()
 		p := thePlain(ctx)
+		// The plain source's replay is made through no hook: what is
+		// checked on it is verified on the target's ordinary path
+		// (docs/interpretations.md#hook-attested).
+		plainJudging(p)
 		judgeMeta(ctx, p.src, p.exact, "exact", nil, -1)
 		suite.Check("RPLY-LOG-002", ownIDs(p.src, p.exact))
+		suite.EndJudging()
 		if hooked() {
 			// The exact replay of a source with recorded dependencies too.
 			if d := theDeps(ctx); d.exact.accepted() && d.exact.why == "" {
@@ -77,6 +82,7 @@ var _ = Describe("Replayed events", func() {
 		p := thePlain(ctx)
 		rep := p.exact
 		const req = "RPLY-MARK-001"
+		plainJudging(p)
 		for _, e := range p.src.events {
 			if e["replayed"] == true {
 				suite.Check(req, fmt.Errorf("GET /v1/tasks/%s/events: event %s (%s) of the source task, live activity, says replayed: true", p.src.id, str(e, "id"), str(e, "event")))
@@ -98,10 +104,12 @@ var _ = Describe("Replayed events", func() {
 			// The replays of a source with recorded dependencies are
 			// judged whole too: an event that says nothing of itself is
 			// replay output all the same.
+			suite.EndJudging()
 			d := theDeps(ctx)
 			if d.exact.accepted() && d.exact.why == "" {
 				suite.Check(req, marks("GET /v1/tasks/"+d.exact.id+"/events", d.exact.events))
 			}
+			plainJudging(p)
 		}
 		sse, err := feedEvents(ctx, sseFeed, "/v1/tasks/"+client.Seg(rep.id)+"/stream", len(rep.events))
 		if err != nil {
@@ -121,6 +129,12 @@ var _ = Describe("Replayed events", func() {
 		suite.Check(req, marks("WebSocket GET /v1/tasks/"+rep.id+"/stream (the frames' events)", wsEvs))
 	})
 })
+
+// plainJudging says that the checks that follow judge the plain source's
+// exact replay, which no hook made (suite.Judging).
+func plainJudging(p *plainRun) {
+	suite.Judging("the exact replay "+p.exact.id+" of the plain task "+p.src.id, true)
+}
 
 // marks checks the replayed marker of a replay task's events as one read
 // delivered them: every replay output event says replayed: true, every
