@@ -683,8 +683,8 @@ func refusalsClean(resps []*client.Response, canary, bogus string) error {
 		for _, n := range names {
 			v := secrets[n]
 			for where, text := range map[string]string{"body": string(r.Body), "headers": head.String()} {
-				if strings.Contains(text, v) {
-					errs = append(errs, fmt.Sprintf("%s carries %s in its %s", r, n, where))
+				if sp := check.SecretSpelled(text, v); sp != "" {
+					errs = append(errs, fmt.Sprintf("%s carries %s in its %s (%s)", r, n, where, sp))
 				}
 			}
 		}

@@ -341,7 +341,7 @@ func judgeRefusal(resp *client.Response, what, token string) error {
 	if e, err := check.Envelope(resp); err == nil && e.Code != "unauthenticated" {
 		return fmt.Errorf("%s with %s: error.code = %q, want \"unauthenticated\"", resp, what, e.Code)
 	}
-	if err := check.NoSecret(resp, func(s string) bool { return len(token) > 8 && strings.Contains(s, token) }); err != nil {
+	if err := check.NoSecret(resp, check.HoldsSecret(token)); err != nil {
 		return fmt.Errorf("%s: the refusal repeats the presented token: %w", what, err)
 	}
 	return nil
