@@ -109,7 +109,7 @@ func listAll(ctx context.Context, path string, q url.Values, reqs ...string) ([]
 		if !p.HasMore {
 			return items, first, nil
 		}
-		query.Set("cursor", p.NextCursor)
+		query.Set(cursorParam(path), p.NextCursor)
 	}
 	return items, first, nil
 }
