@@ -337,6 +337,8 @@ type refusedTokens struct {
 	// token does not open a session either, or no credential may travel
 	// over the target's ws:// URL.
 	noWS string
+	// sent names the tokens expect sent.
+	sent []string
 }
 
 // newRefusedTokens makes the first key's resources (and reads a skill and
@@ -368,6 +370,7 @@ func newRefusedTokens(ctx context.Context, valid *oauth.Token) *refusedTokens {
 func (rt *refusedTokens) expect(ctx context.Context, req, what, token string) {
 	GinkgoHelper()
 	auth := "Bearer " + token
+	rt.sent = append(rt.sent, what)
 	var unoffers []string
 	for _, op := range documentOps(nil) {
 		p := address(op, rt.fx.ids, rt.marker)
@@ -400,7 +403,10 @@ func (rt *refusedTokens) expect(ctx context.Context, req, what, token string) {
 // unchanged checks that the writes sent with refused tokens had no effect.
 func (rt *refusedTokens) unchanged(ctx context.Context, req string) {
 	GinkgoHelper()
-	suite.Check(req, check.NoEffect("writes sent with refused tokens", rt.before, effectsOf(ctx, rt.fx), rt.marker))
+	if len(rt.sent) == 0 {
+		return
+	}
+	suite.Check(req, check.NoEffect("writes sent with "+strings.Join(rt.sent, ", "), rt.before, effectsOf(ctx, rt.fx), rt.marker))
 }
 
 // judgeRefusal wants 401 unauthenticated (the code, when the body is an
