@@ -21,10 +21,18 @@ func TestNoEffect(t *testing.T) {
 		want  string // "" for no effect
 	}{
 		{"unchanged", snap("a", []string{"t1"}, `[{"id":"p1"}]`), ""},
-		{"a volatile member moved", func() Snapshot { s := snap("a", []string{"t1"}, `[{"id":"p1"}]`); s.Objects["/v1/personas/p1"]["usage"] = 4; return s }(), ""},
+		{"a volatile member moved", func() Snapshot {
+			s := snap("a", []string{"t1"}, `[{"id":"p1"}]`)
+			s.Objects["/v1/personas/p1"]["usage"] = 4
+			return s
+		}(), ""},
 		{"patched", snap("b", []string{"t1"}, `[{"id":"p1"}]`), `/v1/personas/p1 changed: name "a" → "b"`},
 		{"created", snap("a", []string{"t1", "t2"}, `[{"id":"p1"}]`), "lists t2 it did not list before"},
-		{"deleted", func() Snapshot { s := snap("a", []string{"t1"}, `[{"id":"p1"}]`); s.Objects["/v1/memories/m1"] = nil; return s }(), "/v1/memories/m1 no longer reads"},
+		{"deleted", func() Snapshot {
+			s := snap("a", []string{"t1"}, `[{"id":"p1"}]`)
+			s.Objects["/v1/memories/m1"] = nil
+			return s
+		}(), "/v1/memories/m1 no longer reads"},
 		{"removed from a list", snap("a", nil, `[{"id":"p1"}]`), "no longer lists t1"},
 		{"marked", snap("a", []string{"t1"}, `[{"id":"p1"},{"id":"p2","name":"`+marker+`"}]`), "shows in GET /v1/personas"},
 		{"list unreadable after", func() Snapshot { s := snap("a", nil, ""); s.Lists = map[string][]string{}; return s }(), ""},
