@@ -37,6 +37,12 @@ var (
 	FaultExtIdempotencyIgnored = declare(fault.Fault{Name: "ext-idempotency-ignored",
 		Doc:   "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
 		Fails: []string{"EXT-IDEM-003"}})
+	FaultExtIdempotencyKeyRefused = declare(fault.Fault{Name: "ext-idempotency-key-refused",
+		Doc:   "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
+		Fails: []string{"EXT-IDEM-003"}})
+	FaultArtifactReuseReplays = declare(fault.Fault{Name: "artifact-idempotency-reuse-replays",
+		Doc:   "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
+		Fails: []string{"EXT-IDEM-004"}})
 	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
 		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
 		Fails: []string{"EXT-IDEM-002"}})
@@ -308,6 +314,23 @@ func (s *Server) toolEffect(ctx context.Context, id string, st scenario.Step, ca
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
 	return err == nil && s.wait(seq) == nil
+}
+
+// keyRefused is FaultExtIdempotencyKeyRefused's answer to a write of
+// route rt that carries an Idempotency-Key (nil when it takes the key).
+func (s *Server) keyRefused(c *call, rt route) *apiError {
+	w := rt.method + " " + rt.pattern
+	if c.idem == "" || !s.opts.Faults.Has(FaultExtIdempotencyKeyRefused) ||
+		!slices.Contains([]string{"PATCH personas/{}", "PATCH workspaces/{}", "POST sessions/{}/fork"}, w) {
+		return nil
+	}
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: c.r.Method + " " + c.target + " does not take an Idempotency-Key"}
+}
+
+// reuseReplays reports whether FaultArtifactReuseReplays makes route rt
+// replay a key's first answer to a request with another body.
+func (s *Server) reuseReplays(rt route) bool {
+	return s.opts.Faults.Has(FaultArtifactReuseReplays) && rt.method == http.MethodPost && rt.pattern == "artifacts"
 }
 
 // keyIgnored reports whether a fault makes route rt ignore Idempotency-Key.
