@@ -184,7 +184,9 @@ var _ = Describe("Idempotency of Extended writes", func() {
 		first, second := suite.Key("conform-first"), suite.Key("conform-refused")
 		judged := 0
 		var notJudged []string
-		for _, op := range documentOps(func(op openapi.Operation) bool { return op.Idempotent && writeOp(op) && op.HasBody && !coreReuse[op.ID] }) {
+		for _, op := range documentOps(func(op openapi.Operation) bool {
+			return op.Idempotent && writeOp(op) && op.HasBody && !coreReuse[op.ID]
+		}) {
 			ids := fx.ids
 			if t := waiting[op.ID]; t != "" {
 				ids = maps.Clone(fx.ids)
@@ -228,7 +230,9 @@ var _ = Describe("Idempotency of Extended writes", func() {
 		marker := suite.Key("conform-two-actors")
 		judged := 0
 		var notJudged []string
-		for _, op := range documentOps(func(op openapi.Operation) bool { return sharedTargets[op.ID] && op.Idempotent && len(op.PathParams) == 0 }) {
+		for _, op := range documentOps(func(op openapi.Operation) bool {
+			return sharedTargets[op.ID] && op.Idempotent && len(op.PathParams) == 0
+		}) {
 			p := address(op, map[string]string{}, marker)
 			body, _ := p.req.Body.(map[string]any)
 			for k, v := range body {
