@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -294,6 +295,11 @@ func actorFixtures(ctx context.Context) actorFx {
 	return fx
 }
 
+// bodyRefs are the body members that name a resource, with the fixture
+// (path parameter) they name.
+var bodyRefs = map[string]string{"workspace_id": "workspace_id", "session_id": "session_id", "task_id": "task_id", "owner_id": "workspace_id",
+	"persona_id": "persona_id", "branch_id": "branch_id", "parent_task_id": "task_id"}
+
 // idProbe is one operation naming A's resources, and the same operation
 // naming ids that do not exist.
 type idProbe struct {
@@ -351,30 +357,27 @@ func idProbes(fx actorFx, marker string) []idProbe {
 		}
 		out = append(out, p)
 	}
-	// Writes whose body names A's resource, against the same body naming
-	// ids that do not exist.
+	// The writes whose body names A's resource (every write of the
+	// document without a path parameter whose generated body names one),
+	// against the same body naming an id that does not exist.
 	missing := suite.Key("conform-missing")
-	for _, b := range []struct {
-		id, field string
-		req       client.Request
-	}{
-		{"createSession", "workspace_id", client.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: opBody("createSession", fx.ids, marker)}},
-		{"submitTask", "session_id", client.Request{Method: http.MethodPost, Path: "/v1/tasks", Body: opBody("submitTask", fx.ids, marker)}},
-		{"registerArtifact", "session_id", client.Request{Method: http.MethodPost, Path: "/v1/artifacts", Body: opBody("registerArtifact", fx.ids, marker)}},
-		{"createMemory", "owner_id", client.Request{Method: http.MethodPost, Path: "/v1/memories", Body: opBody("createMemory", fx.ids, marker)}},
-	} {
-		real := b.req
-		real.IdempotencyKey = suite.Key("authz")
-		fake := b.req
-		fake.IdempotencyKey = suite.Key("authz")
-		fb := map[string]any{}
-		for k, v := range b.req.Body.(map[string]any) {
-			fb[k] = v
+	for _, op := range documentOps(func(op openapi.Operation) bool { return writeOp(op) && op.HasBody && len(op.PathParams) == 0 }) {
+		body, _ := opBody(op.ID, fx.ids, marker).(map[string]any)
+		for _, field := range slices.Sorted(maps.Keys(body)) {
+			param, names := bodyRefs[field]
+			id, _ := body[field].(string)
+			if !names || id == "" || id != fx.ids[param] {
+				continue
+			}
+			real := client.Request{Method: op.Method, Path: op.Template, Body: body, IdempotencyKey: suite.Key("authz")}
+			fake := real
+			fake.IdempotencyKey = suite.Key("authz")
+			fb := maps.Clone(body)
+			fb[field] = missing
+			fake.Body = fb
+			out = append(out, idProbe{op: openapi.Operation{ID: op.ID + " (" + field + ")", Method: op.Method}, what: "the first key's " + field + " in the body",
+				real: &real, fake: fake, sent: []string{id}})
 		}
-		fb[b.field] = missing
-		fake.Body = fb
-		out = append(out, idProbe{op: openapi.Operation{ID: b.id + " (" + b.field + ")", Method: b.req.Method}, what: "the first key's " + b.field + " in the body",
-			real: &real, fake: fake, sent: []string{b.req.Body.(map[string]any)[b.field].(string)}})
 	}
 	return out
 }
