@@ -173,18 +173,33 @@ func sendOp(ctx context.Context, p opProbe, auth, what string) *client.Response 
 	return st.Response
 }
 
-// unoffered reports whether resp says the target does not serve op at
-// all, whatever the caller: 405 or 501, or, for the later revision's
-// local-server routes (which a conformant target may leave out), a 404
-// that is not about a resource. Such an answer says nothing about the
-// rule probed.
-func unoffered(op openapi.Operation, resp *client.Response) bool {
+// unoffered reports whether the target does not serve op at all, so that
+// resp, a probe's answer, says nothing about the rule probed. A status
+// alone is no evidence: only when resp looks like a missing route (405,
+// 501, or a 404 that is not about a resource) is the first actor's own
+// request sent — made-up ids and an empty body, so it can change nothing
+// — and the operation is unoffered only if that gets such an answer too.
+func unoffered(ctx context.Context, op openapi.Operation, resp *client.Response) bool {
+	GinkgoHelper()
+	if !routeMissing(resp) {
+		return false
+	}
+	ctl := address(op, nil, suite.Key("conform-control"))
+	if op.HasBody {
+		ctl.req.Body = map[string]any{}
+	}
+	return routeMissing(sendOp(ctx, ctl, "", "whether the operation is offered: the run's own key, made-up ids and an empty body"))
+}
+
+// routeMissing reports whether resp is how a server answers a route it
+// does not have: 405, 501, or a 404 that is not about a resource.
+func routeMissing(resp *client.Response) bool {
 	switch resp.Status {
 	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
 		return true
 	case http.StatusNotFound:
 		e, err := check.Envelope(resp)
-		return op.LocalServer && (err != nil || e.Code != "resource_not_found")
+		return err != nil || e.Code != "resource_not_found"
 	}
 	return false
 }
