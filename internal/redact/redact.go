@@ -27,8 +27,9 @@ type Redactor struct {
 
 // secretSet is what a Redactor knows, replaced whole by Add.
 type secretSet struct {
-	forms   []string // longest first, so a secret containing another is replaced whole
-	secrets []string // the values as given
+	forms   []string    // the spellings String replaces (all but the two-layer ones), longest first, so a secret containing another is replaced whole
+	secrets []string    // the values as given
+	spells  [][]spelled // per secret, its spellings (spell.go)
 }
 
 // minSecretLen keeps trivially short values (which would shred unrelated
@@ -56,16 +57,22 @@ func (r *Redactor) Add(secrets ...string) {
 				seen[f] = true
 			}
 		}
+		next.spells = append(next.spells, old.spellsOrNil()...)
 		n := len(next.secrets)
 		for _, s := range secrets {
 			if len(s) < minSecretLen || slices.Contains(next.secrets, s) {
 				continue
 			}
+			sp := spellings(s)
 			next.secrets = append(next.secrets, s)
-			for _, f := range plainForms(s) {
-				if !seen[string(f)] {
-					seen[string(f)] = true
-					next.forms = append(next.forms, string(f))
+			next.spells = append(next.spells, sp)
+			for _, f := range sp {
+				if strings.Contains(f.spelling, " of ") {
+					continue // two layers deep: Find's, not the scrubbing's
+				}
+				if !seen[f.form] {
+					seen[f.form] = true
+					next.forms = append(next.forms, f.form)
 				}
 			}
 		}
@@ -79,6 +86,13 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 }
 
+func (s *secretSet) spellsOrNil() [][]spelled {
+	if s == nil {
+		return nil
+	}
+	return s.spells
+}
+
 func (r *Redactor) load() *secretSet {
 	if p := r.set.Load(); p != nil {
 		return p
@@ -86,24 +100,18 @@ func (r *Redactor) load() *secretSet {
 	return &secretSet{}
 }
 
-// String returns s with every secret replaced: its plain spellings, and
-// any run of base64 or hex characters that decodes to one (the whole run).
+// String returns s with every secret replaced, in every spelling Find
+// knows but the %XX-decoding of text (an encoded secret's characters that
+// are its own are replaced; the one or two a blob's neighbouring bytes
+// share stay).
 func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	set := r.load()
-	for _, f := range set.forms {
+	for _, f := range r.load().forms {
 		if strings.Contains(s, f) {
 			s = strings.ReplaceAll(s, f, Marker)
 		}
-	}
-	if len(set.secrets) == 0 {
-		return s
-	}
-	spans := EncodedRuns(s, set.secrets...)
-	for i := len(spans) - 1; i >= 0; i-- {
-		s = s[:spans[i][0]] + Marker + s[spans[i][1]:]
 	}
 	return s
 }
@@ -154,6 +162,6 @@ func (r *Redactor) Find(s string) (spelling string, ok bool) {
 	if r == nil {
 		return "", false
 	}
-	_, spelling, ok = FindAny(s, r.load().secrets...)
+	_, spelling, ok = findIn(s, r.load().spells)
 	return spelling, ok
 }

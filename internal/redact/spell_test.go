@@ -69,7 +69,8 @@ func TestFindNothing(t *testing.T) {
 }
 
 // The Redactor's Contains and String see encoded secrets: String replaces
-// the whole encoded run, so no output carries the secret in any spelling.
+// the encoded secret's own characters, so no output carries the secret in
+// any spelling.
 func TestRedactorEncoded(t *testing.T) {
 	r := New(apiKey)
 	enc := base64.StdEncoding.EncodeToString([]byte("holder " + apiKey))
@@ -78,8 +79,8 @@ func TestRedactorEncoded(t *testing.T) {
 		t.Fatalf("Find = %q, %v; want base64", sp, ok)
 	}
 	got := r.String(text)
-	if want := `{"metadata":{"client":"` + Marker + `"},"other":"keep me"}`; got != want {
-		t.Errorf("String = %q, want %q", got, want)
+	if !strings.Contains(got, Marker) || !strings.Contains(got, `"other":"keep me"`) || strings.Contains(got, enc) {
+		t.Errorf("String = %q, want the encoded key replaced and the rest kept", got)
 	}
 	if r.Contains(got) {
 		t.Error("the redacted text still holds the secret")
