@@ -150,7 +150,7 @@ func base64Fragments(s []byte, enc *base64.Encoding) []string {
 	var out []string
 	for a := 0; a < 3; a++ {
 		e := enc.EncodeToString(append(make([]byte, a), s...))
-		start := (8*a + 5) / 6       // the first character after the padding's bits
+		start := (8*a + 5) / 6      // the first character after the padding's bits
 		end := 8 * (a + len(s)) / 6 // the characters wholly within the secret's bits
 		if end-start >= minEncodedLen {
 			out = append(out, e[start:end])
