@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/harn-conform/conform/refharness/fault"
 	"github.com/harn-conform/conform/refharness/scenario"
@@ -323,6 +324,9 @@ func (s *Server) keyRefused(c *call, rt route) *apiError {
 	if c.idem == "" || !s.opts.Faults.Has(FaultExtIdempotencyKeyRefused) ||
 		!slices.Contains([]string{"PATCH personas/{}", "PATCH workspaces/{}", "POST sessions/{}/fork"}, w) {
 		return nil
+	}
+	if _, _, found := s.findLocked(strings.Split(rt.pattern, "/")[0], c.params[0]); !found {
+		return nil // the handler's 404: the fault's check sits after the lookup
 	}
 	return &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: c.r.Method + " " + c.target + " does not take an Idempotency-Key"}
 }
