@@ -206,8 +206,9 @@ func routeMissing(resp *client.Response) bool {
 
 // effectsOf reads what refused requests addressed at fx could have
 // changed: its resources by id, the lists only this spec writes to (exact
-// ids), and the shared lists a create would add to (searched for the
-// marker). Unreadable reads are left out.
+// ids; every create of the document but persona and workspace names the
+// workspace or session), and the shared persona and workspace lists
+// (searched for the marker). Unreadable reads are left out.
 func effectsOf(ctx context.Context, fx actorFx) check.Snapshot {
 	GinkgoHelper()
 	s := check.Snapshot{Objects: map[string]map[string]any{}, Lists: map[string][]string{}, Texts: map[string]string{}}
@@ -237,7 +238,9 @@ func effectsOf(ctx context.Context, fx actorFx) check.Snapshot {
 		{"/v1/sessions", ws, true}, {"/v1/tasks", ws, true}, {sessPath + "/tasks", nil, true}, {sessPath + "/messages", nil, true},
 		{sessPath + "/branches", nil, true}, {sessPath + "/events", nil, true}, {"/v1/artifacts", sess, true},
 		{"/v1/memories", ws, true}, {"/v1/vaults", ws, true},
-		{"/v1/personas", nil, false}, {"/v1/workspaces", nil, false}, {"/v1/artifacts", nil, false}, {"/v1/memories", nil, false}, {"/v1/vaults", nil, false},
+		// Personas and workspaces name no workspace to filter by: a refused
+		// create would show in the shared list, by its marker.
+		{"/v1/personas", nil, false}, {"/v1/workspaces", nil, false},
 	}
 	for _, l := range lists {
 		name := "GET " + l.path
