@@ -618,6 +618,7 @@ func scopeProbes(fx scopeFx) []scopeProbe {
 	}
 	ids := map[string]string{"session_id": fx.session, "task_id": fx.task, "event_id": fx.event, "artifact_id": fx.artifact, "receipt_id": fx.receipt}
 	fake := suite.Key("conform-missing")
+	marker := suite.Key("conform-scope")
 	var out []scopeProbe
 	for _, op := range doc.Operations() {
 		sc, ok := oauth.ScopeOf(op.ID)
@@ -633,40 +634,16 @@ func scopeProbes(fx scopeFx) []scopeProbe {
 			}
 			path = strings.ReplaceAll(path, "{"+name+"}", client.Seg(id))
 		}
-		p.req = client.Request{Method: op.Method, Path: path, Body: probeBody(op, fx)}
+		p.req = client.Request{Method: op.Method, Path: path}
+		if op.HasBody {
+			p.req.Body = opBody(op.ID, map[string]string{"workspace_id": fx.workspace, "session_id": fx.session}, marker) // probes.go
+		}
 		if op.Idempotent {
 			p.req.IdempotencyKey = suite.Key("oauth-scope")
 		}
 		out = append(out, p)
 	}
 	return out
-}
-
-// probeBody is a valid body for a write (a target that validated bodies
-// before scopes would otherwise refuse it for the body).
-func probeBody(op openapi.Operation, fx scopeFx) any {
-	if !op.HasBody {
-		return nil
-	}
-	switch op.ID {
-	case "createSession":
-		return map[string]any{"workspace_id": fx.workspace}
-	case "updateSession":
-		return map[string]any{"metadata": map[string]any{"conform.probe": "scope"}}
-	case "truncateSession":
-		return map[string]any{"keep_first": 0}
-	case "submitSessionTask":
-		return echoTask("scope probe")
-	case "submitTask":
-		t := echoTask("scope probe")
-		t["session_id"] = fx.session
-		return t
-	case "replayTask":
-		return map[string]any{"mode": "exact"}
-	case "registerArtifact":
-		return map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public"}
-	}
-	return map[string]any{}
 }
 
 // sendProbe sends p with token t; a stream is opened and closed at once.
