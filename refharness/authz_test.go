@@ -203,3 +203,28 @@ func TestHarnessResourcesAreShared(t *testing.T) {
 		t.Errorf("another tenant lists persona %s", own)
 	}
 }
+
+// WithActors binds each key to its actor, puts the read-only actor in the
+// first actor's tenant, leaves out an actor without a key, and refuses a
+// key given to two actors.
+func TestWithActors(t *testing.T) {
+	o, err := Options{}.WithActors(Actors{Default: "k1", Second: "k2", ReadOnly: "k3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.APIKeys["k1"] != ActorDefault || o.APIKeys["k2"] != ActorSecond || o.APIKeys["k3"] != ActorReadOnly || len(o.APIKeys) != 3 {
+		t.Errorf("APIKeys = %v", o.APIKeys)
+	}
+	if o.Tenants[ActorReadOnly] != ActorDefault || !o.ReadOnly[ActorReadOnly] || o.Tenants[ActorSecond] != "" {
+		t.Errorf("Tenants = %v, ReadOnly = %v", o.Tenants, o.ReadOnly)
+	}
+	if o, err = (Options{}).WithActors(Actors{Default: "k1"}); err != nil || len(o.APIKeys) != 1 || o.ReadOnly != nil {
+		t.Errorf("one actor: %v, %v", o, err)
+	}
+	if _, err := (Options{}).WithActors(Actors{Default: "k1", ReadOnly: "k1"}); err == nil {
+		t.Error("one key for two actors was accepted")
+	}
+	if _, err := (Options{}).WithActors(Actors{Second: "k2"}); err == nil {
+		t.Error("no first actor's key was accepted")
+	}
+}

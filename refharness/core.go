@@ -87,6 +87,12 @@ var (
 	FaultWSIdempotencyIgnored = declare(fault.Fault{Name: "ws-idempotency-ignored",
 		Doc:   "a command's idempotency_key is ignored: a repeat acts twice",
 		Warns: []string{"EXT-WS-013"}})
+	// docs/interpretations.md#fail-fast: the suite's deliberately silent
+	// probe gets no frame, while every authenticated session works; only
+	// that probe's requirement may fail, whatever the spec order.
+	FaultWSUnauthenticatedSilent = declare(fault.Fault{Name: "ws-unauthenticated-silent",
+		Doc:   "an upgrade without a credential that never sends its auth frame is kept open and sent nothing: no error frame 401, no close 4401",
+		Fails: []string{"EXT-WS-001"}})
 )
 
 // Resource names the Session or Task whose events a stream carries.

@@ -256,8 +256,12 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		s.writeSSE(w, fl, &buf)
 		return
 	}
-	buf.WriteString(": conform reference harness stream\n\n")
-	s.writeSSE(w, fl, &buf)
+	// No opening comment: the headers go out at once, and the first block
+	// of the body is the first event frame. WHATWG parsers skip comments,
+	// but other tools count every block as a frame (the upstream runner
+	// wants id, event and data in the first one: docs/interpretations.md,
+	// sse-first-block).
+	fl.Flush()
 
 	ka := time.NewTicker(s.opts.KeepAlive)
 	defer ka.Stop()

@@ -52,6 +52,45 @@ type Options struct {
 	ReadOnly map[string]bool
 }
 
+// The reference Harness's actors (docs/interpretations.md#authz-tenancy):
+// the first key's, a tenant of its own for the authorization checks'
+// second actor, and one in the first actor's tenant that may only read.
+const (
+	ActorDefault  = "actor_default"
+	ActorSecond   = "actor_second"
+	ActorReadOnly = "actor_read_only"
+)
+
+// Actors are the API keys of the three actors; an empty Second or
+// ReadOnly leaves that actor out.
+type Actors struct{ Default, Second, ReadOnly string }
+
+// WithActors sets opts's APIKeys, Tenants and ReadOnly to the actors of
+// a. Every built-in reference Harness (conform serve, the in-process
+// one, the proof runs' wrapserve) sets its actors here. Two actors with
+// one key are refused: a key authenticates one actor.
+func (o Options) WithActors(a Actors) (Options, error) {
+	if a.Default == "" {
+		return o, fmt.Errorf("refharness: no API key for %s", ActorDefault)
+	}
+	o.APIKeys = map[string]string{a.Default: ActorDefault}
+	for _, k := range []struct{ key, actor string }{{a.Second, ActorSecond}, {a.ReadOnly, ActorReadOnly}} {
+		if k.key == "" {
+			continue
+		}
+		if other, dup := o.APIKeys[k.key]; dup {
+			return o, fmt.Errorf("refharness: the key of %s is the key of %s too: give each actor its own key", k.actor, other)
+		}
+		o.APIKeys[k.key] = k.actor
+	}
+	o.Tenants, o.ReadOnly = nil, nil
+	if a.ReadOnly != "" {
+		o.Tenants = map[string]string{ActorReadOnly: ActorDefault}
+		o.ReadOnly = map[string]bool{ActorReadOnly: true}
+	}
+	return o, nil
+}
+
 // IDSource mints unique ids. kind is the resource kind ("task", "session", …).
 type IDSource interface{ NewID(kind string) string }
 

@@ -62,8 +62,9 @@ var (
 		Doc:   "receipt.issued events do not say which receipt",
 		Fails: []string{"RCPT-EVENT-002"}})
 	FaultReceiptWrongState = declare(fault.Fault{Name: "receipt-wrong-final-state",
-		Doc:   "every receipt says final_state SUCCEEDED",
-		Fails: []string{"RCPT-SHAPE-005"}})
+		Doc:          "every receipt says final_state SUCCEEDED",
+		Fails:        []string{"RCPT-SHAPE-005"},
+		SlowHookless: true})
 	FaultReceiptWrongIDs = declare(fault.Fault{Name: "receipt-wrong-identifiers",
 		Doc:   "identifiers.workspace_ref names another workspace",
 		Fails: []string{"RCPT-SHAPE-004"}})
@@ -101,8 +102,9 @@ var (
 		Doc:   "cost.provider_breakdown adds up to more than cost.total",
 		Fails: []string{"RCPT-SHAPE-004"}})
 	FaultReceiptDropsArtifacts = declare(fault.Fault{Name: "receipt-drops-final-artifacts",
-		Doc:   "final_artifacts is empty although the task produced artifacts",
-		Fails: []string{"RCPT-REF-004"}})
+		Doc:          "final_artifacts is empty although the task produced artifacts",
+		Fails:        []string{"RCPT-REF-004"},
+		SlowHookless: true})
 	// Neither documented signing input: accepting either is not accepting
 	// anything.
 	FaultReceiptSignsDigest = declare(fault.Fault{Name: "receipt-signs-raw-digest",

@@ -33,8 +33,9 @@ var (
 		Doc:   "message parts are rendered without visibility",
 		Fails: []string{"CORE-READ-006"}})
 	FaultArtifactSHAPrefixed = declare(fault.Fault{Name: "artifact-sha-prefixed",
-		Doc:   "Artifact.sha256 carries a \"sha256:\" prefix instead of bare hex",
-		Fails: []string{"CORE-READ-007"}})
+		Doc:      "Artifact.sha256 carries a \"sha256:\" prefix instead of bare hex",
+		Fails:    []string{"CORE-READ-007"},
+		Hookless: true})
 	FaultLowercaseStatus = declare(fault.Fault{Name: "lowercase-status",
 		Doc:      "task statuses are spelled in lower case (task objects and state event payloads)",
 		Fails:    []string{"CORE-READ-004"},

@@ -620,3 +620,90 @@ func TestSessionLastEventID(t *testing.T) {
 		}
 	}
 }
+
+// Without the hook the default agent keeps its reply as an artifact of the
+// task, with bytes that hash to its sha256, listed by the Outcome: what a
+// third-party agent shows a client (docs/scenarios.md, "What a run
+// verifies without the hook").
+func TestNoHookAgentKeepsItsReply(t *testing.T) {
+	h := newHarness(t, Options{Variants: Variants{VariantNoScenarioHook: true}})
+	sess := h.session()
+	id := h.submit(sess, nil).str("id")
+	task := h.waitStatus(id, StatusCompleted)
+	kinds, _ := h.taskEvents(id)
+	if want := []string{"task.submitted", "task.started", "agent.message", "artifact.created", "task.completed"}; !slices.Equal(kinds, want) {
+		t.Errorf("task events = %v, want %v", kinds, want)
+	}
+	arts := h.must(200, h.do("GET", "/v1/artifacts?task_id="+id, nil), "artifacts").list()
+	if len(arts) != 1 {
+		t.Fatalf("task %s has %d artifacts, want 1: %v", id, len(arts), arts)
+	}
+	a := arts[0]
+	meta, _ := a["metadata"].(map[string]any)
+	if a["kind"] != "log" || a["mime_type"] != "text/plain" || a["visibility"] != "public" || meta["name"] != AgentReplyArtifactName {
+		t.Errorf("artifact = %v", a)
+	}
+	content := h.must(200, h.do("GET", "/v1/artifacts/"+a["id"].(string)+"/content", nil), "content")
+	if string(content.Raw) != "echo: hello" || a["sha256"] != sha256hex(content.Raw) {
+		t.Errorf("content %q, sha256 %v; want the reply and its hash", content.Raw, a["sha256"])
+	}
+	o := h.must(200, h.do("GET", "/v1/outcomes/"+*task.OutcomeID, nil), "outcome")
+	if listed, _ := o.Body["artifacts"].([]any); len(listed) != 1 || listed[0].(map[string]any)["id"] != a["id"] {
+		t.Errorf("outcome artifacts = %v, want the reply artifact", o.Body["artifacts"])
+	}
+	// With the hook the default agent keeps nothing.
+	c := newHarness(t, Options{})
+	cid := c.submit(c.session(), nil).str("id")
+	c.waitStatus(cid, StatusCompleted)
+	if got := c.must(200, c.do("GET", "/v1/artifacts?task_id="+cid, nil), "artifacts").list(); len(got) != 0 {
+		t.Errorf("with the hook the echo agent made artifacts: %v", got)
+	}
+}
+
+// The slow agent works SlowAgentWork on a plain task, in WORKING, and
+// fails one whose input holds no text; scenario tasks are as their steps
+// say. In a synctest bubble the second of work is the bubble's.
+func TestSlowAgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Options{Variants: Variants{VariantSlowAgent: true}})
+		sess := h.session()
+		start := time.Now()
+		id := h.submit(sess, nil).str("id")
+		h.waitStatus(id, StatusWorking)
+		h.waitStatus(id, StatusCompleted)
+		if d := time.Since(start); d < SlowAgentWork {
+			t.Errorf("the plain task completed after %s, want at least %s of work", d, SlowAgentWork)
+		}
+
+		// A running plain task can be canceled.
+		run := h.submit(sess, nil).str("id")
+		h.waitStatus(run, StatusWorking)
+		if r := h.must(200, h.do("POST", "/v1/tasks/"+run+"/cancel", nil), "cancel"); r.str("status") != StatusCanceled {
+			t.Errorf("cancel of the working plain task = %s", r.Raw)
+		}
+
+		for name, input := range map[string]map[string]any{
+			"empty text":        {"role": "user", "parts": []any{map[string]any{"type": "text", "text": "  ", "visibility": "public"}}},
+			"no text part":      {"role": "user", "parts": []any{map[string]any{"type": "json", "value": map[string]any{"a": 1}, "visibility": "public"}}},
+			"structured object": {"goal": 7},
+		} {
+			r := h.must(202, h.do("POST", "/v1/sessions/"+sess+"/tasks", map[string]any{"input": input}), name)
+			failed := h.waitStatus(r.str("id"), StatusFailed)
+			if failed.Failure == nil || failed.Failure.Code != SlowAgentNoTextCode {
+				t.Errorf("%s: failure = %+v, want code %s", name, failed.Failure, SlowAgentNoTextCode)
+			}
+		}
+		// Internal text is text to work on.
+		internal := map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": "quietly", "visibility": "internal"}}}
+		r := h.must(202, h.do("POST", "/v1/sessions/"+sess+"/tasks", map[string]any{"input": internal}), "internal text")
+		h.waitStatus(r.str("id"), StatusCompleted)
+
+		// A scenario task does not wait for the slow agent.
+		start = time.Now()
+		sc := h.submit(sess, []map[string]any{step("complete")}).str("id")
+		h.waitStatus(sc, StatusCompleted)
+		if d := time.Since(start); d >= SlowAgentWork {
+			t.Errorf("a scenario task took %s under the slow agent", d)
+		}
+	})
+}

@@ -224,3 +224,41 @@ func TestStreamRetention(t *testing.T) {
 		t.Errorf("task index holds %d positions, want the 4 retained", n)
 	}
 }
+
+// TestStreamFirstBlockIsAnEvent reads the first block of a session stream
+// and of a task stream the way the upstream runner does
+// (docs/interpretations.md, sse-first-block): every block up to a blank
+// line counts as a frame, and the first must carry id, event and data. So
+// no comment may come before the first event frame.
+func TestStreamFirstBlockIsAnEvent(t *testing.T) {
+	h := newHarness(t, Options{})
+	srv := httptest.NewServer(h.s)
+	defer srv.Close()
+	sess := h.session()
+	task := h.submit(sess, nil).str("id")
+	for _, path := range []string{"/v1/sessions/" + sess + "/events/stream", "/v1/tasks/" + task + "/stream"} {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		_, br := openStream(t, ctx, srv.URL, path, "")
+		var block []string
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("%s: %v after %q", path, err, block)
+			}
+			if line == "\n" {
+				break
+			}
+			block = append(block, strings.TrimSuffix(line, "\n"))
+		}
+		cancel()
+		has := map[string]bool{}
+		for _, l := range block {
+			if k, _, ok := strings.Cut(l, ":"); ok {
+				has[k] = true
+			}
+		}
+		if !has["id"] || !has["event"] || !has["data"] || has[""] {
+			t.Errorf("%s: first block %q; want an event frame (id, event, data) and no comment", path, block)
+		}
+	}
+}

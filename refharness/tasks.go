@@ -16,16 +16,19 @@ import (
 // events.
 var (
 	FaultTerminalTaskMutable = declare(fault.Fault{Name: "terminal-task-mutable",
-		Doc:       "cancel moves a COMPLETED/FAILED task to CANCELED",
-		Fails:     []string{"CORE-CANCEL-002"},
-		Tolerated: []string{"CORE-CANCEL-003"},
-		Why:       "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003)"})
+		Doc:          "cancel moves a COMPLETED/FAILED task to CANCELED",
+		Fails:        []string{"CORE-CANCEL-002"},
+		Tolerated:    []string{"CORE-CANCEL-003"},
+		Why:          "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003)",
+		SlowHookless: true})
 	FaultCompletedAfterCancel = declare(fault.Fault{Name: "completed-after-cancel",
-		Doc:   "a canceled task is later overwritten with COMPLETED",
-		Fails: []string{"CORE-CANCEL-001"}})
+		Doc:          "a canceled task is later overwritten with COMPLETED",
+		Fails:        []string{"CORE-CANCEL-001"},
+		SlowHookless: true})
 	FaultCanceledHasCompletedAt = declare(fault.Fault{Name: "canceled-has-completed-at",
-		Doc:   "a CANCELED task carries completed_at",
-		Fails: []string{"CORE-CANCEL-003"}})
+		Doc:          "a CANCELED task carries completed_at",
+		Fails:        []string{"CORE-CANCEL-003"},
+		SlowHookless: true})
 	FaultSkipTransitionEvent = declare(fault.Fault{Name: "skip-transition-event",
 		Doc:      "SUBMITTED->WORKING emits no task event",
 		Fails:    []string{"CORE-LIFE-002"},
@@ -64,13 +67,35 @@ var (
 	// VariantNoScenarioHook hides the conform.scenarios test hook, as on a
 	// third-party server: discovery and the card do not advertise it and
 	// task metadata["conform.scenario"] is ignored (every task is the
-	// default echo agent's).
+	// default echo agent's). Like most real agents, that agent then keeps
+	// what it wrote as an artifact of the task: a text/plain log named
+	// AgentReplyArtifactName, with its bytes and sha256, which the task's
+	// Outcome lists.
 	VariantNoScenarioHook = declareVariant(fault.Variant{Name: "no-scenario-hook",
-		Doc: "the conform.scenarios test hook is hidden, as on a third-party server: every task is the default echo agent's"})
+		Doc: "the conform.scenarios test hook is hidden, as on a third-party server: every task is the default echo agent's, which keeps its reply as an artifact"})
+	// VariantSlowAgent makes the default agent take SlowAgentWork over
+	// every task, in WORKING, before it answers (scenario tasks are as
+	// their steps say); and, like an agent built for text, it fails a task
+	// whose input holds no text that is not blank (FAILED, failure.code
+	// SlowAgentNoTextCode).
+	VariantSlowAgent = declareVariant(fault.Variant{Name: "slow-agent",
+		Doc: "the default agent works a second over every task, and fails a task whose input holds no text"})
 	// VariantChattyAgent makes the default agent emit 60 agent.message
 	// events per task: more than one default page (50) of events.
 	VariantChattyAgent = declareVariant(fault.Variant{Name: "chatty-agent",
 		Doc: "the default agent emits 60 agent.message events per task: more than one default page of events"})
+)
+
+// AgentReplyArtifactName is metadata.name of the artifact the default
+// agent keeps of its reply under VariantNoScenarioHook.
+const AgentReplyArtifactName = "reply.txt"
+
+// SlowAgentWork is how long the default agent works on a task under
+// VariantSlowAgent, and SlowAgentNoTextCode the failure code of a task it
+// had no text to work on.
+const (
+	SlowAgentWork       = time.Second
+	SlowAgentNoTextCode = "no_text_input"
 )
 
 // agentActor is the actor id of the built-in agent in events it emits.
@@ -425,8 +450,10 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 		s.runReplay(ctx, id, rn.replay) // replay_run.go
 		return
 	}
-	steps := s.defaultSteps(s.taskInput(id))
-	if sc != nil {
+	var steps []scenario.Step
+	if sc == nil {
+		steps = s.defaultSteps(id)
+	} else {
 		steps = sc.Steps
 	}
 	skipWorking := s.opts.Faults.Has(FaultIllegalTransition) && onlyTerminal(steps) ||
@@ -447,23 +474,68 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 	s.step(ctx, id, scenario.Step{Op: scenario.OpComplete, Summary: "scenario completed"}, rn)
 }
 
+// onlyTerminal reports whether steps only put out messages and artifacts
+// and end: the tasks FaultIllegalTransition moves without WORKING.
 func onlyTerminal(steps []scenario.Step) bool {
 	for _, st := range steps {
-		if st.Op != scenario.OpEmit && !st.Terminal() {
+		if st.Op != scenario.OpEmit && st.Op != scenario.OpArtifact && !st.Terminal() {
 			return false
 		}
 	}
 	return true
 }
 
-// defaultSteps is the echo agent: one agent message repeating the input, then COMPLETED.
-func (s *Server) defaultSteps(text string) []scenario.Step {
+// defaultSteps is the echo agent of task id: one agent message repeating
+// the input, then COMPLETED; the variants change it as their declarations
+// say.
+func (s *Server) defaultSteps(id string) []scenario.Step {
+	text := s.taskInput(id)
 	steps := defaultSteps(text)
 	if s.opts.Variants.Has(VariantChattyAgent) {
 		chatty := []scenario.Step{{Op: scenario.OpEmit, Count: 60, Text: "chatty: " + text}}
 		steps = append(chatty, steps...)
 	}
+	if s.opts.Variants.Has(VariantNoScenarioHook) {
+		// Keeps its reply as an artifact of the task, before it ends (the
+		// Outcome lists it).
+		last := len(steps) - 1
+		reply := scenario.Step{Op: scenario.OpArtifact, Kind: "log", MimeType: "text/plain", Content: "echo: " + text, Name: AgentReplyArtifactName}
+		steps = append(steps[:last:last], reply, steps[last])
+	}
+	if s.opts.Variants.Has(VariantSlowAgent) {
+		work := scenario.Step{Op: scenario.OpWork, MS: int(SlowAgentWork / time.Millisecond)}
+		if !s.taskHasText(id) {
+			// Nothing to work on: the agent gives up, as agents built for
+			// text do.
+			return []scenario.Step{work, {Op: scenario.OpFail, Code: SlowAgentNoTextCode, Message: "the task's input holds no text to work on"}}
+		}
+		steps = append([]scenario.Step{work}, steps...)
+	}
 	return steps
+}
+
+// taskHasText reports whether task id's input holds text that is not
+// blank, whatever its visibility: a text part of a message, or the text
+// member of a structured payload.
+func (s *Server) taskHasText(id string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.st.tasks.get(id)
+	if !ok {
+		return false
+	}
+	m, _ := t.Input.(map[string]any)
+	if parts, ok := m["parts"].([]any); ok {
+		for _, p := range parts {
+			pm, _ := p.(map[string]any)
+			if txt, ok := pm["text"].(string); ok && pm["type"] == "text" && strings.TrimSpace(txt) != "" {
+				return true
+			}
+		}
+		return false
+	}
+	txt, _ := m["text"].(string)
+	return strings.TrimSpace(txt) != ""
 }
 
 func defaultSteps(text string) []scenario.Step {
@@ -779,6 +851,10 @@ func (s *Server) produceArtifact(ctx context.Context, id string, st scenario.Ste
 	content := []byte(st.Content)
 	s.mu.Lock()
 	t, ok := s.st.tasks.get(id)
+	if ok && Terminal(t.Status) && s.opts.Faults.Has(FaultCompletedAfterCancel) {
+		s.mu.Unlock()
+		return true // the bug, as in emit: keep going after cancel
+	}
 	if !ok || Terminal(t.Status) || ctx.Err() != nil {
 		s.mu.Unlock()
 		return false

@@ -9,13 +9,23 @@
 #   CONFORM_REF          optional: a tag, branch or commit of conform to build
 #                        instead of the action's checkout (fetched from GitHub)
 #   CONFORM_REPOSITORY   owner/name of conform on github.com (for CONFORM_REF)
-#   CONFORM_VERSION      the version to stamp in (default: CONFORM_REF, else
-#                        CONFORM_ACTION_REF, the ref the action was used at)
+#   CONFORM_ACTION_REF   the ref the action was used at (github.action_ref):
+#                        stamped in as the commit when it is one (a pinned
+#                        `uses: …@<sha>`); the action's checkout has no .git
+#
+# The version is the source's (cmd/conform/version.go), never stamped.
 set -eu
 
 src=${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set: run as a GitHub Action step}
 bindir="${RUNNER_TEMP:?RUNNER_TEMP is not set}/conform-bin"
-version=${CONFORM_VERSION:-}
+
+# is_sha REF: REF is a full commit id.
+is_sha() {
+	case $1 in
+		*[!0-9a-f]*) return 1 ;;
+	esac
+	[ "${#1}" -eq 40 ]
+}
 
 if [ -n "${CONFORM_REF:-}" ]; then
 	repo=${CONFORM_REPOSITORY:-harn-conform/conform}
@@ -25,20 +35,22 @@ if [ -n "${CONFORM_REF:-}" ]; then
 	echo "fetching $CONFORM_REF of https://github.com/$repo"
 	git -C "$dir" fetch -q --depth 1 "https://github.com/$repo.git" "$CONFORM_REF"
 	git -C "$dir" -c advice.detachedHead=false checkout -q FETCH_HEAD
-	[ -n "$version" ] || version=$CONFORM_REF
+	commit=$(git -C "$dir" rev-parse HEAD)
 	# An older conform may predate .ci/build.sh: then this action's copy
 	# builds it (CONFORM_SRC names the module to build).
 	if [ -f "$dir/.ci/build.sh" ]; then
-		VERSION=$version sh "$dir/.ci/build.sh" "$bindir/conform"
+		COMMIT=$commit sh "$dir/.ci/build.sh" "$bindir/conform"
 	else
-		CONFORM_SRC=$dir VERSION=$version sh "$src/.ci/build.sh" "$bindir/conform"
+		CONFORM_SRC=$dir COMMIT=$commit sh "$src/.ci/build.sh" "$bindir/conform"
 	fi
 else
-	[ -n "$version" ] || version=${CONFORM_ACTION_REF:-}
-	VERSION=$version sh "$src/.ci/build.sh" "$bindir/conform"
+	commit=
+	if is_sha "${CONFORM_ACTION_REF:-}"; then
+		commit=$CONFORM_ACTION_REF
+	fi
+	COMMIT=$commit sh "$src/.ci/build.sh" "$bindir/conform"
 fi
 
-"$bindir/conform" version
 if [ -n "${GITHUB_PATH:-}" ]; then
 	echo "$bindir" >>"$GITHUB_PATH"
 fi

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,4 +103,71 @@ func benchProfileSelftest(b *testing.B, profile string) {
 	}
 	b.ReportMetric(wall.Seconds()/float64(b.N), "process-s/op")
 	b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
+}
+
+// BenchmarkBrokenWebSocketVerdict measures how long `conform run --levels
+// extended`, with its default timers, takes to judge a reference Harness
+// with a broken WebSocket feature, against `conform serve --fault F` with
+// the default WebSocket timers (docs/performance.md, "Broken servers";
+// issue 21: each under 60 s on the 2-core machine). Every run must fail
+// exactly the fault's declared requirements (the clean one nothing).
+//
+//	go test -run XXX -bench BrokenWebSocketVerdict -benchtime 1x ./cmd/conform/
+func BenchmarkBrokenWebSocketVerdict(b *testing.B) {
+	fails := map[string][]string{"clean": nil}
+	for _, f := range harnFaults() {
+		switch f.Name {
+		case "ws-commands-unacknowledged", "ws-unauthenticated-silent", "ws-silent":
+			fails[f.Name] = slices.Sorted(slices.Values(f.Fails))
+		}
+	}
+	for _, name := range []string{"clean", "ws-commands-unacknowledged", "ws-unauthenticated-silent", "ws-silent"} {
+		b.Run(name, func(b *testing.B) {
+			var run time.Duration
+			for i := range b.N {
+				r := benchServeAndRun(b, name)
+				if got := verdicts(r, reports.Fail); !slices.Equal(got, fails[name]) {
+					b.Fatalf("iteration %d: %s: failed %v, want %v", i, name, got, fails[name])
+				}
+				run += time.Duration(r.DurationMS * float64(time.Millisecond))
+			}
+			b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
+		})
+	}
+}
+
+// benchServeAndRun serves the reference Harness with `conform serve`
+// (with --fault name unless name is "clean") and runs the Extended level
+// against it with default timers; it returns the report.
+func benchServeAndRun(b *testing.B, name string) *reports.Report {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args := []string{"serve", "--addr", addr}
+	if name != "clean" {
+		args = append(args, "--fault", name)
+	}
+	srv := exec.Command(conformBin, args...)
+	srv.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey)
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	out := filepath.Join(b.TempDir(), "report")
+	cmd := exec.Command(conformBin, "run", "--target", "http://"+addr, "--levels", "extended", "--wait-for-target", "30s", "--out", out, "--format", "json")
+	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
+	cmd.Run() // exit 1 is the verdict; the report says the rest
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		b.Fatalf("%s: no report: %v", name, err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		b.Fatal(err)
+	}
+	return &r
 }

@@ -60,8 +60,10 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
+	// The test binary has no commit (-buildvcs=false, no -X): the line
+	// names the version and the protocol, and no "commit unknown".
 	if code := Main(context.Background(), []string{"version"}, nil, &out, &out); code != 0 ||
-		!strings.Contains(out.String(), "agents-protocol-2026-04-25") || !strings.Contains(out.String(), "commit ") {
+		!strings.HasPrefix(out.String(), "conform "+releaseVersion+" (") || !strings.Contains(out.String(), "agents-protocol-2026-04-25") {
 		t.Errorf("version: exit %d, %q", code, out.String())
 	}
 	out.Reset()
@@ -69,7 +71,7 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version --format json: exit %d, %q", code, out.String())
 	}
 	var v versionInfo
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Name != "conform" || v.Version == "" || v.ProtocolVersion != protocolVersion || v.Commit == "" {
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Name != "conform" || v.Version != releaseVersion || v.ProtocolVersion != protocolVersion || v.Commit == "" {
 		t.Errorf("version --format json = %+v, %v:\n%s", v, err, out.String())
 	}
 }
@@ -98,8 +100,21 @@ func TestVersionCommit(t *testing.T) {
 			t.Errorf("buildCommit(%q, %v) = %q, want %q", tc.stamped, tc.bi, got, tc.want)
 		}
 	}
-	// The binary TestMain built: -ldflags -X main.commit and main.version
-	// win over anything Go stamped.
+	for _, tc := range []struct {
+		v    versionInfo
+		want string
+	}{
+		{versionInfo{Version: "0.3.0", Commit: "c0ffee", ProtocolVersion: "p1", Go: "go1.26"}, "conform 0.3.0 (commit c0ffee, protocol p1, go1.26)"},
+		{versionInfo{Version: "0.3.0", Commit: "unknown", ProtocolVersion: "p1", Go: "go1.26"}, "conform 0.3.0 (protocol p1, go1.26)"},
+	} {
+		if got := tc.v.text(); got != tc.want {
+			t.Errorf("%+v.text() = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	// A binary built with -ldflags -X main.commit: the commit wins over
+	// anything Go stamped, and the version is the source's whatever else
+	// -X sets (main.version is no longer a variable: a stale release
+	// script's -X main.version changes nothing).
 	// Built where a warm run finds it linked already.
 	dir := t.TempDir()
 	if err := cachedBuild(dir, []string{"-ldflags", "-X main.commit=c0ffee -X main.version=v9.9.9"}, "."); err != nil {
@@ -107,7 +122,7 @@ func TestVersionCommit(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "conform")
 	out, err := exec.Command(bin, "version").Output()
-	if err != nil || !strings.Contains(string(out), "conform v9.9.9 (protocol agents-protocol-2026-04-25, commit c0ffee,") {
+	if err != nil || !strings.HasPrefix(string(out), "conform "+releaseVersion+" (commit c0ffee, protocol agents-protocol-2026-04-25, ") {
 		t.Errorf("stamped binary: %q, %v", out, err)
 	}
 }

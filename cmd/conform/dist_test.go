@@ -691,8 +691,10 @@ func TestDistReportAwk(t *testing.T) {
 }
 
 // The build script builds what the Dockerfile and the action ship: static,
-// -trimpath, stripped, version and commit stamped; the action's build step
-// puts it on GITHUB_PATH; a version that would break the ldflags is refused.
+// -trimpath, stripped, the commit stamped and the version the source's;
+// VERSION, which once stamped a version, is refused; the action's build
+// step stamps its ref when that is a commit and puts the binary on
+// GITHUB_PATH; a commit that would break the ldflags is refused.
 func TestDistBuildScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles conform with the release flags")
@@ -701,13 +703,13 @@ func TestDistBuildScripts(t *testing.T) {
 	root := repoRoot(t)
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "out", "conform")
-	code, log := runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v0.0.0-disttest", "COMMIT": "0123456789abcdef"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	code, log := runSh(t, tmp, ciEnv(map[string]string{"COMMIT": "0123456789abcdef"}), filepath.Join(root, ".ci", "build.sh"), bin)
 	if code != 0 {
 		t.Fatalf("build.sh: exit %d:\n%s", code, log)
 	}
 	v, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(v), "conform v0.0.0-disttest") || !strings.Contains(string(v), "0123456789abcdef") {
-		t.Errorf("conform version = %q (%v), want the stamped version and commit", v, err)
+	if want := "conform " + releaseVersion + " (commit 0123456789abcdef, "; err != nil || !strings.HasPrefix(string(v), want) || !strings.Contains(log, want) {
+		t.Errorf("conform version = %q (%v), build.sh said %q; want %q", v, err, log, want)
 	}
 	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
@@ -739,26 +741,72 @@ func TestDistBuildScripts(t *testing.T) {
 		}
 	}
 
-	// The action's build step, as the runner runs it.
-	r := newGitHubRunner(t)
-	r.env["CONFORM_ACTION_REF"] = "v0-disttest"
-	code, log = runSh(t, r.workspace, ciEnv(r.env), filepath.Join(root, ".ci", "action", "build.sh"))
-	if code != 0 {
-		t.Fatalf("action build.sh: exit %d:\n%s", code, log)
-	}
-	ghPath, _ := os.ReadFile(r.path)
-	dir := strings.TrimSpace(string(ghPath))
-	if dir == "" {
-		t.Fatal("the build step added nothing to GITHUB_PATH")
-	}
-	if v, err := exec.Command(filepath.Join(dir, "conform"), "version").CombinedOutput(); err != nil || !strings.Contains(string(v), "conform v0-disttest") {
-		t.Errorf("the action's conform version = %q (%v), want v0-disttest", v, err)
+	// The action's build step, as the runner runs it, used at a commit
+	// (`uses: harn-conform/conform@<sha>`) and at a tag.
+	for ref, want := range map[string]string{
+		"a808f5703305f067368d05218f2fa79f07766b4b": "conform " + releaseVersion + " (commit a808f5703305f067368d05218f2fa79f07766b4b, ",
+		"v0.2.0": "conform " + releaseVersion + " (",
+	} {
+		r := newGitHubRunner(t)
+		r.env["CONFORM_ACTION_REF"] = ref
+		r.env["GITHUB_ACTION_PATH"] = copyActionCheckout(t)
+		code, log = runSh(t, r.workspace, ciEnv(r.env), filepath.Join(r.env["GITHUB_ACTION_PATH"], ".ci", "action", "build.sh"))
+		if code != 0 {
+			t.Fatalf("action build.sh: exit %d:\n%s", code, log)
+		}
+		ghPath, _ := os.ReadFile(r.path)
+		dir := strings.TrimSpace(string(ghPath))
+		if dir == "" {
+			t.Fatal("the build step added nothing to GITHUB_PATH")
+		}
+		v, err := exec.Command(filepath.Join(dir, "conform"), "version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(v), want) || (!strings.Contains(want, "commit") && strings.Contains(string(v), "commit")) {
+			t.Errorf("used at %s: conform version = %q (%v), want %q…", ref, v, err, want)
+		}
 	}
 
-	code, log = runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v1 -X main.evil=1"}), filepath.Join(root, ".ci", "build.sh"), bin)
-	if code != 2 || !strings.Contains(log, "VERSION and COMMIT may hold") {
-		t.Errorf("a VERSION with spaces: exit %d, want 2 and a refusal:\n%s", code, log)
+	code, log = runSh(t, tmp, ciEnv(map[string]string{"COMMIT": "c1 -X main.evil=1"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	if code != 2 || !strings.Contains(log, "COMMIT may hold") {
+		t.Errorf("a COMMIT with spaces: exit %d, want 2 and a refusal:\n%s", code, log)
 	}
+	code, log = runSh(t, tmp, ciEnv(map[string]string{"VERSION": "v9.9.9"}), filepath.Join(root, ".ci", "build.sh"), bin)
+	if code != 2 || !strings.Contains(log, "cmd/conform/version.go") {
+		t.Errorf("VERSION set: exit %d, want 2 and the pointer to the source's version:\n%s", code, log)
+	}
+}
+
+// copyActionCheckout is the action as the runner downloads it: the
+// repository's files without .git (so build.sh cannot ask git for the
+// commit), here the module's sources and the CI scripts.
+func copyActionCheckout(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	dst := t.TempDir()
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "dist", "conform-report", "node_modules":
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() || d.Name() == ".git" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // The Dockerfile builds through .ci/build.sh with the version and commit as
@@ -771,15 +819,18 @@ func TestDistDockerfile(t *testing.T) {
 	for _, want := range []string{
 		"ARG GO_VERSION=" + goMinor(t) + "\n",
 		"FROM golang:${GO_VERSION} AS build",
-		"ARG VERSION", "ARG COMMIT",
-		`VERSION="${VERSION}" COMMIT="${COMMIT}" sh .ci/build.sh /out/conform`,
-		"FROM gcr.io/distroless/static:nonroot",
+		"ARG COMMIT",
+		`COMMIT="${COMMIT}" sh .ci/build.sh /out/conform`,
+		"FROM gcr.io/distroless/static:debug-nonroot", // busybox: --restart-cmd runs sh -c
 		"WORKDIR /work", "USER 65532:65532",
 		`ENTRYPOINT ["conform"]`,
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
+	}
+	if regexp.MustCompile(`\bVERSION\b`).MatchString(df) {
+		t.Error("the Dockerfile still passes a VERSION: the version is the source's")
 	}
 	if build := readRepoFile(t, ".ci/build.sh"); !strings.Contains(build, `CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags"`) || !strings.Contains(build, `ldflags="-s -w"`) {
 		t.Error(".ci/build.sh no longer builds with CGO_ENABLED=0 -trimpath -ldflags \"-s -w …\"")
@@ -805,7 +856,7 @@ func TestDistDockerfile(t *testing.T) {
 		}
 		return false
 	}
-	for _, p := range []string{".git", "conform-report", "conform", "openapi.test", "bin", "cmd/conform/conform.test"} {
+	for _, p := range []string{".git", "conform-report", "conform", "openapi.test", "bin", "cmd/conform/conform.test", "dist"} {
 		if !ignored(p) {
 			t.Errorf(".dockerignore does not exclude %s", p)
 		}
@@ -840,7 +891,7 @@ func TestDistDockerImage(t *testing.T) {
 		t.Skipf("%s is on PATH but does not answer (%v): %.300s", engine, err, b)
 	}
 	tag := fmt.Sprintf("localhost/conform-disttest:%d", os.Getpid())
-	build := []string{"build", "--build-arg", "VERSION=v0.0.0-image", "--build-arg", "COMMIT=feedface", "-t", tag, repoRoot(t)}
+	build := []string{"build", "--build-arg", "COMMIT=feedface", "-t", tag, repoRoot(t)}
 	if engine == "buildah" {
 		build[0] = "bud"
 	}
@@ -853,7 +904,7 @@ func TestDistDockerImage(t *testing.T) {
 		return
 	}
 	b, err := exec.CommandContext(ctx, engine, "run", "--rm", tag, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(b), "conform v0.0.0-image") || !strings.Contains(string(b), "feedface") {
+	if err != nil || !strings.Contains(string(b), "conform "+releaseVersion+" (commit feedface") {
 		t.Errorf("%s run %s version = %q (%v), want the stamped version and commit", engine, tag, b, err)
 	}
 	b, err = exec.CommandContext(ctx, engine, "image", "inspect", "--format", "{{.Config.User}} {{.Config.WorkingDir}}", tag).CombinedOutput()
@@ -915,7 +966,7 @@ func TestDistActionMetadata(t *testing.T) {
 	}
 	github := readRepoFile(t, ".ci/action/github.sh")
 	used := map[string]bool{}
-	var uploads, setupGo bool
+	var uploads, setupGo, cache bool
 	for i, s := range a.Runs.Steps {
 		if strings.Contains(s.Run, "${{") {
 			t.Errorf("step %d splices an expression into its script (pass it through env): %q", i, s.Run)
@@ -946,6 +997,18 @@ func TestDistActionMetadata(t *testing.T) {
 		}
 		if strings.HasPrefix(s.Uses, "actions/setup-go@") {
 			setupGo = true
+			// setup-go's cache keys on files inside the workspace: pointed
+			// at the action's go.sum it cannot cache and warns every run.
+			if s.With["cache"] != "false" || s.With["cache-dependency-path"] != "" {
+				t.Errorf("setup-go with %v: want cache: false (the cache step keeps the Go caches)", s.With)
+			}
+		}
+		if strings.HasPrefix(s.Uses, "actions/cache@") {
+			cache = true
+			if s.If != "steps.cache.outputs.key != ''" || s.With["key"] != "${{ steps.cache.outputs.key }}" ||
+				!strings.Contains(s.With["path"], "${{ steps.cache.outputs.gomodcache }}") || !strings.Contains(s.With["path"], "${{ steps.cache.outputs.gocache }}") {
+				t.Errorf("actions/cache step if %q with %v: want the cache step's key and directories", s.If, s.With)
+			}
 		}
 		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
 			uploads = true
@@ -959,8 +1022,11 @@ func TestDistActionMetadata(t *testing.T) {
 			t.Errorf("input %q is declared but no step uses it", in)
 		}
 	}
-	if !setupGo || !uploads {
-		t.Errorf("setup-go step %v, upload-artifact step %v: want both", setupGo, uploads)
+	if !setupGo || !uploads || !cache {
+		t.Errorf("setup-go step %v, cache step %v, upload-artifact step %v: want all three", setupGo, cache, uploads)
+	}
+	if strings.Contains(raw, "result=error") || !strings.Contains(raw, "conformant, nonconformant or inconclusive") {
+		t.Error("action.yml does not document result as conformant, nonconformant or inconclusive, as github.sh writes it")
 	}
 	for name, o := range a.Outputs {
 		if o.Value != "${{ steps.run.outputs."+name+" }}" || o.Description == "" {
@@ -1008,6 +1074,38 @@ func TestDistGitLabTemplate(t *testing.T) {
 		!slices.Contains(job.Artifacts.Paths, out+"/") || job.Artifacts.Reports.JUnit != out+"/junit.xml" || len(job.Script) == 0 {
 		t.Fatalf("job .conform: image %q, CONFORM_OUT %q, artifacts %+v, %d script lines; want golang:%s, the report directory always kept, its junit.xml as the JUnit report",
 			job.Image, out, job.Artifacts, len(job.Script), goMinor(t))
+	}
+
+	if job.Variables["CONFORM_REF"] != "" {
+		t.Errorf("CONFORM_REF defaults to %q: a template cannot name the commit it is in, so the user gives the include's", job.Variables["CONFORM_REF"])
+	}
+
+	// The checkout step: without CONFORM_REF it stops with exit 2 and
+	// says what to set; with a commit it fetches exactly that commit (here
+	// from this clone, as from GitHub).
+	fetch := func(ref string) (int, string, string) {
+		src := filepath.Join(t.TempDir(), "conform-src")
+		vars := map[string]string{"CI": "true", "GITLAB_CI": "true"}
+		for k, v := range job.Variables {
+			vars[k] = v
+		}
+		vars["CONFORM_SRC"], vars["CONFORM_REPOSITORY"], vars["CONFORM_REF"] = src, repoRoot(t), ref
+		code, log := runSh(t, t.TempDir(), ciEnv(vars), "-e", "-c", job.Script[0])
+		return code, log, src
+	}
+	if code, log, _ := fetch(""); code != 2 || !strings.Contains(log, "set CONFORM_REF") {
+		t.Errorf("no CONFORM_REF: exit %d, want 2 and what to set:\n%s", code, log)
+	}
+	head, err := exec.Command("git", "-C", repoRoot(t), "rev-parse", "HEAD^").Output()
+	if err != nil {
+		t.Logf("no git history here (%v): the fetch by commit is not tried", err)
+	} else {
+		sha := strings.TrimSpace(string(head))
+		code, log, src := fetch(sha)
+		got, _ := exec.Command("git", "-C", src, "rev-parse", "HEAD").Output()
+		if code != 0 || strings.TrimSpace(string(got)) != sha {
+			t.Errorf("CONFORM_REF=%s: exit %d, checked out %q:\n%s", sha, code, got, log)
+		}
 	}
 
 	if testing.Short() {
@@ -1280,7 +1378,9 @@ func TestDistChangelog(t *testing.T) {
 		if v[1] != "Unreleased" && !semver.MatchString(v[1]) {
 			t.Errorf("version %q is not a semantic version", v[1])
 		}
-		if !regexp.MustCompile(`(?m)^\[` + regexp.QuoteMeta(v[1]) + `\]: https://`).MatchString(text) {
+		// A release commit cannot name itself: the newest version's link
+		// comes with the pins, in the commit after it (docs/releasing.md).
+		if !regexp.MustCompile(`(?m)^\[`+regexp.QuoteMeta(v[1])+`\]: https://`).MatchString(text) && v[1] != releaseVersion {
 			t.Errorf("no link reference for [%s]", v[1])
 		}
 	}

@@ -42,18 +42,40 @@ func levelOf(f fault.Fault) string {
 	return string(r.Level)
 }
 
+// hookTarget is which reference a pool's rows run against: the Harness with
+// its scenario hook, without it (withoutHook), or without it and with an
+// agent that works a second over a task and fails one with no text
+// (slowHookless).
+type hookTarget int
+
+const (
+	withHook hookTarget = iota
+	withoutHook
+	slowHookless
+)
+
+// on reports whether f has a row on target t.
+func (t hookTarget) on(f fault.Fault) bool {
+	switch t {
+	case withoutHook:
+		return f.Hookless
+	case slowHookless:
+		return f.SlowHookless
+	}
+	return true
+}
+
 // poolRows are the rows of the shared pool of level: the faults whose
 // proof run is the pool's (or the actors' run, which runs alone), MUST
-// rows or SHOULD rows. Only in-server faults can go without the scenario
-// hook's pool (hookless): a wire fault's run is the plain Harness behind it.
-func poolRows(level string, should, hookless bool) func() []groupRow {
+// rows or SHOULD rows, that have a row on target t.
+func poolRows(level string, should bool, t hookTarget) func() []groupRow {
 	return func() []groupRow {
 		var out []groupRow
 		for _, f := range harnFaults() {
 			if (f.Run != fault.Pool && f.Run != fault.Actors) || levelOf(f) != level || should != (len(f.Fails) == 0) {
 				continue
 			}
-			if hookless && (!f.Hookless || f.Kind != fault.InServer) {
+			if !t.on(f) {
 				continue
 			}
 			out = append(out, groupRow{Fault: f, args: rowArgs(f)})
@@ -75,30 +97,38 @@ func rowArgs(f fault.Fault) []string {
 }
 
 // faultPools are every pool, by name: one per level and kind of row, and
-// Core's faults again on a target without the scenario hook.
+// Core's and Receipts' faults again on targets without the scenario hook.
 var faultPools = map[string]*faultPool{
-	"core":            {levels: "core", rows: poolRows("core", false, false)},
-	"core-hookless":   {levels: "core", variants: noHook, rows: poolRows("core", false, true)},
-	"core-should":     {levels: "core", rows: poolRows("core", true, false)},
-	"receipts":        {levels: "receipts", rows: poolRows("receipts", false, false)},
-	"receipts-should": {levels: "receipts", rows: poolRows("receipts", true, false)},
-	"extended":        {levels: "extended", rows: poolRows("extended", false, false)},
-	"extended-should": {levels: "extended", rows: poolRows("extended", true, false)},
-	"replay":          {levels: "replay", rows: poolRows("replay", false, false)},
-	"replay-should":   {levels: "replay", rows: poolRows("replay", true, false)},
+	"core":                   {levels: "core", rows: poolRows("core", false, withHook)},
+	"core-hookless":          {levels: "core", variants: noHook, rows: poolRows("core", false, withoutHook)},
+	"core-hookless-slow":     {levels: "core", variants: noHookSlow, rows: poolRows("core", false, slowHookless)},
+	"core-should":            {levels: "core", rows: poolRows("core", true, withHook)},
+	"receipts":               {levels: "receipts", rows: poolRows("receipts", false, withHook)},
+	"receipts-hookless-slow": {levels: "receipts", variants: noHookSlow, rows: poolRows("receipts", false, slowHookless)},
+	"receipts-should":        {levels: "receipts", rows: poolRows("receipts", true, withHook)},
+	"extended":               {levels: "extended", rows: poolRows("extended", false, withHook)},
+	"extended-should":        {levels: "extended", rows: poolRows("extended", true, withHook)},
+	"replay":                 {levels: "replay", rows: poolRows("replay", false, withHook)},
+	"replay-should":          {levels: "replay", rows: poolRows("replay", true, withHook)},
 }
+
+// hooklessPools are the pools whose rows repeat, on another target, rows
+// of their level's own pool.
+var hooklessPools = map[string]hookTarget{"core-hookless": withoutHook, "core-hookless-slow": slowHookless, "receipts-hookless-slow": slowHookless}
 
 // poolTests name each pool's proof test.
 var poolTests = map[string]string{
-	"TestCoreFaultsCaught":         "core",
-	"TestHooklessFaultsCaught":     "core-hookless",
-	"TestCoreShouldFaultsWarn":     "core-should",
-	"TestReceiptFaultsCaught":      "receipts",
-	"TestReceiptShouldFaultsWarn":  "receipts-should",
-	"TestExtendedFaultsCaught":     "extended",
-	"TestExtendedShouldFaultsWarn": "extended-should",
-	"TestReplayFaultsCaught":       "replay",
-	"TestReplayShouldFaultsWarn":   "replay-should",
+	"TestCoreFaultsCaught":            "core",
+	"TestHooklessFaultsCaught":        "core-hookless",
+	"TestSlowHooklessFaultsCaught":    "core-hookless-slow",
+	"TestReceiptHooklessFaultsCaught": "receipts-hookless-slow",
+	"TestCoreShouldFaultsWarn":        "core-should",
+	"TestReceiptFaultsCaught":         "receipts",
+	"TestReceiptShouldFaultsWarn":     "receipts-should",
+	"TestExtendedFaultsCaught":        "extended",
+	"TestExtendedShouldFaultsWarn":    "extended-should",
+	"TestReplayFaultsCaught":          "replay",
+	"TestReplayShouldFaultsWarn":      "replay-should",
 }
 
 // runPool runs the rows of the calling test's pool, each a subtest, in
@@ -140,10 +170,10 @@ func TestEveryFaultHasARow(t *testing.T) {
 	rowed := map[string]int{}
 	for name := range faultPools {
 		for _, r := range pool(name).rs {
-			if name != "core-hookless" {
+			if on, again := hooklessPools[name]; !again {
 				rowed[r.Name]++
-			} else if !r.Hookless {
-				t.Errorf("core-hookless has %s, which is not declared Hookless", r.Name)
+			} else if !on.on(r.Fault) {
+				t.Errorf("%s has %s, whose declaration does not ask for a row there", name, r.Name)
 			}
 		}
 	}
@@ -164,8 +194,11 @@ func TestEveryFaultHasARow(t *testing.T) {
 		if rowed[f.Name] != 1 {
 			t.Errorf("%s (%s, run %q) is the row of %d proof tests, want 1", f.Name, f.Kind, f.Run, rowed[f.Name])
 		}
-		if f.Hookless && (f.Kind != fault.InServer || levelOf(f) != "core" || f.Run != fault.Pool) {
-			t.Errorf("%s: only in-server Core faults of the pool have a hook-less row", f.Name)
+		if f.Hookless && (levelOf(f) != "core" || f.Run != fault.Pool) {
+			t.Errorf("%s: only Core faults of the pool have a hook-less row", f.Name)
+		}
+		if f.SlowHookless && (levelOf(f) != "core" && levelOf(f) != "receipts" || f.Run != fault.Pool) {
+			t.Errorf("%s: only Core and Receipts faults of the pool have a slow-agent hook-less row", f.Name)
 		}
 	}
 	if len(pool("core-hookless").rs) == 0 {
@@ -173,7 +206,7 @@ func TestEveryFaultHasARow(t *testing.T) {
 	}
 	for _, fs := range [][]fault.Fault{refoh.FaultDecls(), acpharbor.FaultDecls()} {
 		for _, f := range fs {
-			if f.Run != fault.Pool || f.Hookless || f.Alone || f.TaskTimeout > 0 {
+			if f.Run != fault.Pool || f.Hookless || f.SlowHookless || f.Alone || f.TaskTimeout > 0 {
 				t.Errorf("%s: a profile's row is a run of the profile against its reference; its declaration asks for more", f.Name)
 			}
 		}
@@ -293,7 +326,7 @@ var noTargetFault = map[string]string{
 // by a test of its own (wrapVariantTests).
 
 // wrapVariantTests are the wire variants a test of their own proves.
-var wrapVariantTests = map[string]string{"receipt-policy-optional": "TestReceiptPolicyOptional"}
+var wrapVariantTests = map[string]string{"receipt-policy-optional": "TestReceiptPolicyOptional", noArtifactsWrap: "TestCoreWithoutArtifacts"}
 
 // cleanWrapVariants are the wire variants whose level's run must be clean.
 func cleanWrapVariants() []fault.Variant {
@@ -375,7 +408,7 @@ func TestEveryWrapHasARow(t *testing.T) {
 		}
 	}
 	for _, v := range wrapfault.Variants() {
-		if v.Level != "" && v.Level != "core" && v.Level != "receipts" {
+		if v.Level != "" && v.Level != "core" && v.Level != "receipts" && v.Level != "extended" {
 			t.Errorf("%s: no test runs wire variants at level %q", v.Name, v.Level)
 		}
 		if len(v.Unverified) > 0 && v.Level != "receipts" {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,13 +39,33 @@ import (
 // binary itself).
 func acpHarborRun(t *testing.T, agentFlags ...string) (int, *reports.Report) {
 	t.Helper()
+	return acpHarborRunWith(t, nil, nil, agentFlags...)
+}
+
+// acpHarborRunWith is acpHarborRun with conform flags of its own and
+// variables added to conform's environment (which the agent inherits).
+func acpHarborRunWith(t *testing.T, env, conformFlags []string, agentFlags ...string) (int, *reports.Report) {
+	t.Helper()
+	code, r, _ := acpHarborExec(t, env, conformFlags, agentFlags...)
+	if r == nil {
+		t.Fatalf("no report; exit %d", code)
+	}
+	return code, r
+}
+
+// acpHarborExec runs the profile and returns the exit code, the report (nil
+// when none was written) and conform's output.
+func acpHarborExec(t *testing.T, env, conformFlags []string, agentFlags ...string) (int, *reports.Report, string) {
+	t.Helper()
 	defer direct()()
 	out := t.TempDir()
-	args := []string{"run", "--profile", "acp-harbor", "--request-timeout", "3s", "--stream-timeout", "2s", "--out", out, "--", conformBin, "serve-acp"}
-	args = append(args, agentFlags...)
+	args := append([]string{"run", "--profile", "acp-harbor", "--request-timeout", "3s", "--stream-timeout", "2s", "--out", out}, conformFlags...)
+	args = append(append(args, "--", conformBin, "serve-acp"), agentFlags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
 	defer cancel()
-	b, err := exec.CommandContext(ctx, conformBin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, conformBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	b, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -55,15 +76,15 @@ func acpHarborRun(t *testing.T, agentFlags ...string) (int, *reports.Report) {
 	if ctx.Err() != nil {
 		t.Fatalf("conform %v hung; output so far:\n%s", args, b)
 	}
-	raw, _ := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		return code, nil, string(b)
+	}
 	r, problems := reportProblems(args, string(b), raw)
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if r == nil {
-		t.Fatalf("no report; exit %d:\n%s", code, b)
-	}
-	return code, r
+	return code, r, string(b)
 }
 
 func TestACPHarborCleanAgent(t *testing.T) {
@@ -144,8 +165,11 @@ func TestACPHarborVariantsAccepted(t *testing.T) {
 	}
 	t.Parallel()
 	for _, tc := range acpharbor.VariantDecls() {
-		if tc.Name == string(acpharbor.VariantNoHarbor) {
+		switch tc.Name {
+		case string(acpharbor.VariantNoHarbor):
 			continue // TestACPHarborBaseOnlyAgent
+		case string(acpharbor.VariantAuthRequired):
+			continue // TestACPHarborAuthRequired
 		}
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
@@ -155,6 +179,66 @@ func TestACPHarborVariantsAccepted(t *testing.T) {
 			}
 			if warned := verdicts(r, reports.Warn); !slices.Equal(warned, tc.Warns) {
 				t.Errorf("warnings %v, want %v: %s", warned, tc.Warns, messages(r, warned))
+			}
+		})
+	}
+}
+
+// An agent that requires authentication (legal ACP: it advertises
+// authMethods and answers session/new with Authentication required until
+// authenticate): without --acp-auth-method everything that needs a
+// session is unverified with a remedy naming its method, nothing fails or
+// errs; given the method and the environment it needs, the run calls
+// authenticate and the agent is conformant; given the method without that
+// environment, or a method it does not advertise, the run stops before
+// any verdict (exit 2: the user's setup).
+func TestACPHarborAuthRequired(t *testing.T) {
+	proofTier(t)
+	t.Parallel()
+	variant := []string{"--variant", string(acpharbor.VariantAuthRequired)}
+	token := acpharbor.TokenEnv + "=conform-test-token-7c1e"
+	t.Run("without a method", func(t *testing.T) {
+		t.Parallel()
+		code, r := acpHarborRunWith(t, []string{acpharbor.TokenEnv + "="}, nil, variant...)
+		if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 || code != 1 {
+			t.Errorf("exit %d, failed or erred %v, want exit 1 (partial) and none: %s", code, bad, messages(r, bad))
+		}
+		unverified := verdicts(r, reports.Unverified)
+		for _, id := range []string{"ACP-SESS-001", "ACP-PROMPT-001", "ACP-CANCEL-001", "ACP-SNAP-001", "ACP-BRANCH-009"} {
+			if !slices.Contains(unverified, id) {
+				t.Errorf("%s is not unverified (unverified: %v)", id, unverified)
+			}
+		}
+		for _, q := range r.Requirements {
+			if q.Verdict == reports.Unverified && (!strings.Contains(q.Remedy, "--acp-auth-method") || !strings.Contains(q.Remedy, acpharbor.AuthMethodID)) {
+				t.Errorf("%s is unverified with remedy %q, want one naming --acp-auth-method and the method %s", q.ID, q.Remedy, acpharbor.AuthMethodID)
+			}
+		}
+		passed := verdicts(r, reports.Pass)
+		for _, id := range []string{"ACP-INIT-001", "ACP-INIT-002", "ACP-CAP-001"} {
+			if !slices.Contains(passed, id) {
+				t.Errorf("%s does not need a session but did not pass (passed: %v)", id, passed)
+			}
+		}
+	})
+	t.Run("given the method", func(t *testing.T) {
+		t.Parallel()
+		code, r := acpHarborRunWith(t, []string{token}, []string{"--acp-auth-method", acpharbor.AuthMethodID}, variant...)
+		judgeProfileClean(t, "an agent authenticated with --acp-auth-method", code, r)
+	})
+	for name, tc := range map[string]struct {
+		env    string
+		method string
+		says   string
+	}{
+		"the method without its environment": {acpharbor.TokenEnv + "=", acpharbor.AuthMethodID, acpharbor.TokenEnv},
+		"a method it does not advertise":     {token, "oauth", acpharbor.AuthMethodID},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, _, out := acpHarborExec(t, []string{tc.env}, []string{"--acp-auth-method", tc.method}, variant...)
+			if code != 2 || !strings.Contains(out, tc.says) {
+				t.Errorf("exit %d, want 2 with a hint naming %s:\n%s", code, tc.says, out)
 			}
 		})
 	}

@@ -14,8 +14,9 @@ import (
 // receipts.go, on the wire): each must fail exactly its requirements,
 // plus the tolerated ones, which observe the same broken receipt from
 // another side; each that breaks a SHOULD must warn and fail nothing.
-func TestReceiptFaultsCaught(t *testing.T)     { runPool(t) }
-func TestReceiptShouldFaultsWarn(t *testing.T) { runPool(t) }
+func TestReceiptFaultsCaught(t *testing.T)         { runPool(t) }
+func TestReceiptHooklessFaultsCaught(t *testing.T) { runPool(t) }
+func TestReceiptShouldFaultsWarn(t *testing.T)     { runPool(t) }
 
 // The harness's legal-but-unusual behaviours (extra fields, reordered keys,
 // SSE spellings…) must leave the Receipts level clean: receipts are served
@@ -38,10 +39,12 @@ func TestReceiptVariantsPass(t *testing.T) {
 // and the Harness without its scenario hook), the named requirements are
 // unverified — the level partial, with a remedy — and nothing fails.
 var receiptUnverifiedRows = unverifiedRows("receipts",
-	// Without the hook: no canary secret, no failed or canceled task, no
-	// artifact. (The same run as TestReceiptVariantsPass/no-scenario-hook.)
+	// Without the hook: no canary secret and no failed task (the agent
+	// answers an empty prompt), so no receipt of each end. The agent keeps
+	// its reply as an artifact, so RCPT-REF-004 is checked on it. (The same
+	// run as TestReceiptVariantsPass/no-scenario-hook.)
 	unverifiedRow{Name: "no-scenario-hook", Target: variantSpec(refharness.VariantNoScenarioHook),
-		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-REF-004", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}})
+		Unverified: []string{"RCPT-DELTA-001", "RCPT-REDACT-001", "RCPT-REDACT-005", "RCPT-REDACT-006", "RCPT-REDACT-007", "RCPT-SHAPE-005", "RCPT-SHAPE-008"}})
 
 func TestReceiptNothingToCheckIsUnverified(t *testing.T) {
 	if testing.Short() {

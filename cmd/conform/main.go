@@ -27,25 +27,12 @@ import (
 	"github.com/harn-conform/conform/refharness/builtin"
 )
 
-// version and commit are set at build time with
-// -ldflags "-X main.version=… -X main.commit=…" (.ci/build.sh does). Without
-// them the version is the module version (or "dev") and the commit is the
-// VCS revision Go stamped into the binary, or "unknown" (go run and
-// -buildvcs=false stamp none).
-var (
-	version = ""
-	commit  = ""
-)
-
-func toolVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+// commit is the commit conform was built from, set at build time with
+// -ldflags "-X main.commit=…" (.ci/build.sh and the release build do).
+// Without it the commit is the VCS revision Go stamped into the binary, or
+// unknown (go run and -buildvcs=false stamp none). The version is never
+// stamped: it is releaseVersion, in the source (version.go).
+var commit = ""
 
 func toolCommit() string {
 	bi, _ := debug.ReadBuildInfo()
@@ -266,10 +253,10 @@ func cmdVersion(args []string, stdout io.Writer) (int, error) {
 	if err := checkFormat(fs, *format); err != nil {
 		return 2, err
 	}
-	v := versionInfo{Name: "conform", Version: toolVersion(), ProtocolVersion: protocolVersion, Commit: toolCommit(), Go: runtime.Version()}
+	v := versionInfo{Name: "conform", Version: releaseVersion, ProtocolVersion: protocolVersion, Commit: toolCommit(), Go: runtime.Version()}
 	if *format == cli.FormatJSON {
 		return 0, writeJSON(stdout, v)
 	}
-	_, err := fmt.Fprintf(stdout, "conform %s (protocol %s, commit %s, %s)\n", v.Version, v.ProtocolVersion, v.Commit, v.Go)
+	_, err := fmt.Fprintln(stdout, v.text())
 	return 0, err
 }

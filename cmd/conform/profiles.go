@@ -135,7 +135,7 @@ func selftestProfile(ctx context.Context, cfg config.Config, name, format, short
 	if format == cli.FormatJSON {
 		console = stderr
 	}
-	code, err := runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: console, Notes: notes})
+	code, err := runner.Run(ctx, runner.Options{Config: cfg, Version: releaseVersion, Console: console, Notes: notes})
 	if err == nil && format == cli.FormatJSON {
 		if err := copyFile(stdout, filepath.Join(cfg.Out, reports.JSONFile)); err != nil {
 			return 2, err

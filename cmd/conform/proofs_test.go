@@ -16,7 +16,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -279,11 +283,13 @@ func unusedProofs() []string {
 // declarations and lists the tests read. TestMain reports a planned run no
 // test collected.
 var proofPlan = map[string]func() []proofJob{
-	"TestCoreFaultsCaught":        func() []proofJob { return poolJobs("core") },
-	"TestHooklessFaultsCaught":    func() []proofJob { return poolJobs("core-hookless") },
-	"TestCoreShouldFaultsWarn":    func() []proofJob { return poolJobs("core-should") },
-	"TestReceiptFaultsCaught":     func() []proofJob { return poolJobs("receipts") },
-	"TestReceiptShouldFaultsWarn": func() []proofJob { return poolJobs("receipts-should") },
+	"TestCoreFaultsCaught":            func() []proofJob { return poolJobs("core") },
+	"TestHooklessFaultsCaught":        func() []proofJob { return poolJobs("core-hookless") },
+	"TestSlowHooklessFaultsCaught":    func() []proofJob { return poolJobs("core-hookless-slow") },
+	"TestReceiptHooklessFaultsCaught": func() []proofJob { return poolJobs("receipts-hookless-slow") },
+	"TestCoreShouldFaultsWarn":        func() []proofJob { return poolJobs("core-should") },
+	"TestReceiptFaultsCaught":         func() []proofJob { return poolJobs("receipts") },
+	"TestReceiptShouldFaultsWarn":     func() []proofJob { return poolJobs("receipts-should") },
 	"TestWrappedVariantsPass": func() []proofJob {
 		var jobs []proofJob
 		for _, v := range cleanWrapVariants() {
@@ -312,7 +318,16 @@ var proofPlan = map[string]func() []proofJob{
 		return wrapJobs([]string{"receipt-policy-optional"}, "receipts")
 	},
 	"TestThirdPartyStyleRun": func() []proofJob {
-		return []proofJob{{spec: variantSpec(refharness.VariantNoScenarioHook), levels: "core,receipts"}}
+		return []proofJob{{spec: targetSpec{Variants: noHook}, levels: "core,receipts"}, {spec: targetSpec{Variants: noHookSlow}, levels: "core,receipts"}}
+	},
+	"TestCoreReadsWithoutArtifactRegistration": func() []proofJob {
+		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noRegistrationWrap}, levels: "core"}}
+	},
+	"TestCoreWithoutArtifacts": func() []proofJob {
+		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noArtifactsWrap}, levels: "core"}}
+	},
+	"TestSlowAgentConformant": func() []proofJob {
+		return []proofJob{{spec: variantSpec(refharness.VariantSlowAgent), levels: "core"}}
 	},
 	"TestChattyAgentConformant": func() []proofJob {
 		return []proofJob{{spec: variantSpec(refharness.VariantChattyAgent), levels: "core"}}
@@ -327,13 +342,13 @@ var proofPlan = map[string]func() []proofJob{
 // order they are declared in, file by file), and so collect their runs
 // in: the pool works on the runs the waiting tests need first.
 var planOrder = []string{
-	"TestCoreFaultsCaught", "TestHooklessFaultsCaught", "TestCoreShouldFaultsWarn", // faults_core_test.go
-	"TestReceiptFaultsCaught", "TestReceiptShouldFaultsWarn", "TestReceiptVariantsPass", "TestReceiptNothingToCheckIsUnverified",
+	"TestSlowHooklessFaultsCaught", "TestCoreFaultsCaught", "TestHooklessFaultsCaught", "TestCoreShouldFaultsWarn", // faults_core_test.go
+	"TestReceiptHooklessFaultsCaught", "TestReceiptFaultsCaught", "TestReceiptShouldFaultsWarn", "TestReceiptVariantsPass", "TestReceiptNothingToCheckIsUnverified",
 	"TestReceiptSigningVariantsConformant", "TestReceiptPolicyOptional", // faults_receipts_test.go
-	"TestRESTVariantsPass",                                                      // faults_rest_test.go
-	"TestStreamVariantsPass",                                                    // faults_stream_test.go
-	"TestWrappedVariantsPass",                                                   // faultrows_test.go
-	"TestThirdPartyStyleRun", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
+	"TestRESTVariantsPass",                                                                                                                                                         // faults_rest_test.go
+	"TestStreamVariantsPass",                                                                                                                                                       // faults_stream_test.go
+	"TestWrappedVariantsPass",                                                                                                                                                      // faultrows_test.go
+	"TestThirdPartyStyleRun", "TestCoreReadsWithoutArtifactRegistration", "TestCoreWithoutArtifacts", "TestSlowAgentConformant", "TestChattyAgentConformant", "TestCoreOnlyServer", // trust_test.go
 }
 
 // planProofs adds a proof test's runs to the plan, after those above: a
@@ -359,9 +374,54 @@ func TestProofPlan(t *testing.T) {
 	if len(seen) != len(proofPlan) {
 		t.Errorf("planOrder lists %d tests, proofPlan %d", len(seen), len(proofPlan))
 	}
+	// Every planned test exists: a plan without its test queues runs
+	// nobody collects, which only the proof tier would notice.
+	tests := testFuncs(t)
+	for name := range proofPlan {
+		if !tests[name] {
+			t.Errorf("proofPlan plans runs for %s, which is no test of this package", name)
+		}
+	}
+}
+
+// testFuncs are the names of the package's test functions, read from its
+// _test.go files.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the package's test files: %v (%d)", err, len(files))
+	}
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
+				out[fd.Name.Name] = true
+			}
+		}
+	}
+	return out
 }
 
 var noHook = []refharness.Variant{refharness.VariantNoScenarioHook}
+
+// noHookSlow is a target without the hook whose agent takes a second over
+// a plain task and fails one with no text: the run catches its own tasks
+// running, canceled and failed.
+var noHookSlow = []refharness.Variant{refharness.VariantNoScenarioHook, refharness.VariantSlowAgent}
+
+// noRegistrationWrap answers 404 to POST /v1/artifacts: a Core server
+// without artifact registration, which is Extended. noArtifactsWrap also
+// hides every artifact the harness has (lists, Outcomes).
+const (
+	noRegistrationWrap = "no-artifact-registration"
+	noArtifactsWrap    = "no-artifacts-shown"
+)
 
 func variantSpec(v refharness.Variant) targetSpec {
 	if v == "" {

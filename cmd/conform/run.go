@@ -206,7 +206,7 @@ undecided (the tool could not decide)
 	if *format == cli.FormatJSON {
 		console = stderr
 	}
-	code, err := runner.Run(ctx, runner.Options{Config: cfg, Version: toolVersion(), Console: console, Notes: notes, Restart: restart})
+	code, err := runner.Run(ctx, runner.Options{Config: cfg, Version: releaseVersion, Console: console, Notes: notes, Restart: restart})
 	if err == nil && *format == cli.FormatJSON {
 		// The run wrote its reports (a returned error means it did not):
 		// standard output carries conform.json as written.

@@ -64,8 +64,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return 2, err
 	}
-	opts.APIKeys = map[string]string{key: "actor_default"}
-	if err := addActors(&opts, *data, actorFiles, os.Getenv, stderr); err != nil {
+	if err := addActors(&opts, key, *data, actorFiles, os.Getenv, stderr); err != nil {
 		return 2, err
 	}
 	if *wsHeartbeat <= 0 || *wsHeartbeat > 30*time.Second {

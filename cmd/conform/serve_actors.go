@@ -31,9 +31,9 @@ type serveActor struct {
 }
 
 var (
-	firstActor    = serveActor{Actor: "actor_default", What: "api key", Flag: "api-key-file", Env: "CONFORM_SERVE_API_KEY", File: serveKeyFile}
-	secondActor   = serveActor{Actor: "actor_second", What: "second api key", Flag: "second-api-key-file", Env: "CONFORM_SERVE_SECOND_API_KEY", File: "second-api-key"}
-	readOnlyActor = serveActor{Actor: "actor_read_only", What: "read-only api key", Flag: "read-only-api-key-file", Env: "CONFORM_SERVE_READ_ONLY_API_KEY", File: "read-only-api-key"}
+	firstActor    = serveActor{Actor: refharness.ActorDefault, What: "api key", Flag: "api-key-file", Env: "CONFORM_SERVE_API_KEY", File: serveKeyFile}
+	secondActor   = serveActor{Actor: refharness.ActorSecond, What: "second api key", Flag: "second-api-key-file", Env: "CONFORM_SERVE_SECOND_API_KEY", File: "second-api-key"}
+	readOnlyActor = serveActor{Actor: refharness.ActorReadOnly, What: "read-only api key", Flag: "read-only-api-key-file", Env: "CONFORM_SERVE_READ_ONLY_API_KEY", File: "read-only-api-key"}
 )
 
 // actorFlags registers the key-file flags of the further actors.
@@ -48,19 +48,20 @@ func actorFlags(fs *flag.FlagSet) map[serveActor]*string {
 
 // addActors gives opts the further actors' keys: actor_second a tenant of
 // its own, actor_read_only actor_default's tenant and no write permission.
-func addActors(opts *refharness.Options, data string, files map[serveActor]*string, getenv func(string) string, stderr io.Writer) error {
+func addActors(opts *refharness.Options, first, data string, files map[serveActor]*string, getenv func(string) string, stderr io.Writer) error {
+	keys := map[serveActor]string{}
 	for _, a := range []serveActor{secondActor, readOnlyActor} {
 		key, err := serveKey(a, data, *files[a], getenv, stderr)
 		if err != nil {
 			return err
 		}
-		if _, dup := opts.APIKeys[key]; dup {
-			return fmt.Errorf("the %s is the key of %s too: give each actor its own key", a.What, opts.APIKeys[key])
-		}
-		opts.APIKeys[key] = a.Actor
+		keys[a] = key
 	}
-	opts.Tenants = map[string]string{readOnlyActor.Actor: firstActor.Actor}
-	opts.ReadOnly = map[string]bool{readOnlyActor.Actor: true}
+	o, err := opts.WithActors(refharness.Actors{Default: first, Second: keys[secondActor], ReadOnly: keys[readOnlyActor]})
+	if err != nil {
+		return err
+	}
+	*opts = o
 	return nil
 }
 

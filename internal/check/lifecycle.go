@@ -256,6 +256,19 @@ func StaysCanceled(where string, statuses []string) error {
 	return nil
 }
 
+// CanceledAfterEnd checks a task's announced states (in order) for a cancel
+// that moved an already finished task: CANCELED right after COMPLETED or
+// FAILED (CORE-CANCEL-002).
+func CanceledAfterEnd(where string, cs []Change) error {
+	for i := 1; i < len(cs); i++ {
+		if cs[i].To == Canceled && (cs[i-1].To == Completed || cs[i-1].To == Failed) {
+			return fmt.Errorf("%s: the task was %s and a cancel then moved it to CANCELED (event %s); a terminal task must stay as it is",
+				where, cs[i-1].To, cs[i])
+		}
+	}
+	return nil
+}
+
 // ChangeStatuses lists the statuses the changes announce, in order.
 func ChangeStatuses(cs []Change) []string {
 	out := make([]string, len(cs))
@@ -308,6 +321,18 @@ func Refused(resp *client.Response, statuses []int, codes ...string) error {
 		return fmt.Errorf("%s: error.code = %q, want %s", resp, e.Code, orList(quoted(codes)))
 	}
 	return nil
+}
+
+// CancelRefusal judges a cancel the target did not answer 200 (CORE-CANCEL-001):
+// a refusal is right only for a task that had already ended, and then with
+// 400 or 409. after is the task's status read after the answer: a task still
+// not terminal then was running when its cancel was refused. (An unknown
+// status is the task read checks' to judge.)
+func CancelRefusal(resp *client.Response, after string) error {
+	if KnownStatus(after) && !Terminal(after) {
+		return fmt.Errorf("%s: the cancel was refused, but the task read %s after it, so it was running: a cancel of a running task answers 200 with the Task", resp, after)
+	}
+	return Refused(resp, []int{400, 409})
 }
 
 // Unchanged checks that the named fields of a resource read before and

@@ -208,6 +208,47 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+func TestCanceledAfterEnd(t *testing.T) {
+	ch := func(to ...string) []Change {
+		var cs []Change
+		for i, s := range to {
+			cs = append(cs, Change{EventID: fmt.Sprint(i), Kind: "task.x", To: s})
+		}
+		return cs
+	}
+	for _, ok := range [][]Change{ch(Submitted, Working, Canceled), ch(Submitted, Canceled), ch(Submitted, Working, Completed), nil} {
+		if err := CanceledAfterEnd("x", ok); err != nil {
+			t.Errorf("CanceledAfterEnd(%v) = %v", ok, err)
+		}
+	}
+	for _, bad := range [][]Change{ch(Submitted, Working, Completed, Canceled), ch(Submitted, Failed, Canceled)} {
+		if err := CanceledAfterEnd("x", bad); err == nil || !strings.Contains(err.Error(), "a cancel then moved it to CANCELED") {
+			t.Errorf("CanceledAfterEnd(%v) = %v, want the move named", bad, err)
+		}
+	}
+}
+
+func TestCancelRefusal(t *testing.T) {
+	env := `{"error":{"code":"%s","message":"m","type":"conflict_error"}}`
+	for _, tc := range []struct {
+		status int
+		after  string
+		want   string
+	}{
+		{409, Completed, ""},
+		{400, Failed, ""},
+		{409, "PAUSED_VENDOR", ""}, // not a status: the task reads judge it
+		{409, Working, "read WORKING after it, so it was running"},
+		{409, Submitted, "read SUBMITTED after it"},
+		{500, Completed, "status = 500, want 400 or 409"},
+	} {
+		err := CancelRefusal(resp(tc.status, fmt.Sprintf(env, "conflict")), tc.after)
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want))) {
+			t.Errorf("CancelRefusal(%d, %s) = %v, want %q", tc.status, tc.after, err, tc.want)
+		}
+	}
+}
+
 func TestUnchanged(t *testing.T) {
 	a := map[string]any{"status": "COMPLETED", "updated_at": "t1", "canceled_at": nil}
 	if err := Unchanged("x", a, map[string]any{"status": "COMPLETED", "updated_at": "t1", "extra": 1}, "status", "updated_at", "canceled_at"); err != nil {

@@ -380,3 +380,28 @@ func SameEvent(resp *client.Response, listed, read map[string]any) error {
 	}
 	return findings(resp, resLabel(read), errs)
 }
+
+// OutcomeArtifactIDs lists the ids of the artifacts an Outcome lists in its
+// artifacts member (Artifact objects; a bare id string is taken too), in
+// order, without repeats.
+func OutcomeArtifactIDs(outcome map[string]any) []string {
+	var ids []string
+	arts, _ := outcome["artifacts"].([]any)
+	for _, a := range arts {
+		id, _ := a.(string)
+		if m, ok := a.(map[string]any); ok {
+			id, _ = m["id"].(string)
+		}
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// ArtifactWithBytes reports whether an Artifact says it has stable bytes:
+// a sha256 that is a string (CORE-READ-013 has something to check).
+func ArtifactWithBytes(a map[string]any) bool {
+	sha, ok := a["sha256"].(string)
+	return ok && sha != ""
+}

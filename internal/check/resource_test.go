@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -206,5 +207,29 @@ func TestContentHashIgnoresPrefix(t *testing.T) {
 	const abc = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 	if err := ContentHash(resp(200, "abc"), abc); err != nil {
 		t.Errorf("ContentHash(prefixed) = %v", err)
+	}
+}
+
+func TestOutcomeArtifactIDs(t *testing.T) {
+	o := map[string]any{"artifacts": []any{map[string]any{"id": "a1"}, "a2", map[string]any{"id": "a1"}, map[string]any{}, 7}}
+	if got := OutcomeArtifactIDs(o); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("OutcomeArtifactIDs = %v, want [a1 a2]", got)
+	}
+	if got := OutcomeArtifactIDs(map[string]any{"artifacts": "a1"}); got != nil {
+		t.Errorf("OutcomeArtifactIDs(not a list) = %v, want none", got)
+	}
+}
+
+func TestArtifactWithBytes(t *testing.T) {
+	for _, tc := range []struct {
+		a    map[string]any
+		want bool
+	}{
+		{map[string]any{"sha256": "ab"}, true}, {map[string]any{"sha256": nil}, false}, {map[string]any{"sha256": ""}, false},
+		{map[string]any{}, false}, {map[string]any{"sha256": 5}, false},
+	} {
+		if got := ArtifactWithBytes(tc.a); got != tc.want {
+			t.Errorf("ArtifactWithBytes(%v) = %v, want %v", tc.a, got, tc.want)
+		}
 	}
 }

@@ -106,6 +106,19 @@ type WSDial struct {
 	// Probe marks an upgrade that is a deliberate negative probe, with why
 	// (Request.Probe). A browser's upgrade is marked as one by default.
 	Probe string
+	// NoSubprotocol offers no subprotocol, as a browser's new
+	// WebSocket(url) and the upstream TypeScript SDK's
+	// connectTaskEventsWebSocket without protocols do (EXT-WS-014,
+	// docs/interpretations.md ws-no-subprotocol).
+	NoSubprotocol bool
+}
+
+// subprotocols is what the upgrade of d offers.
+func (d WSDial) subprotocols() []string {
+	if d.NoSubprotocol {
+		return nil
+	}
+	return []string{schemas.WSProfile}
 }
 
 // request is the upgrade request of d.
@@ -128,7 +141,7 @@ func (d WSDial) request() Request {
 }
 
 // OpenWS upgrades d.Path to a WebSocket offering the harn-ws.v1
-// subprotocol and authenticates the way d says: with the credential and
+// subprotocol (none with d.NoSubprotocol) and authenticates the way d says: with the credential and
 // version headers on the upgrade, or with a browser's upgrade and then an
 // auth frame (sent here unless d.NoAuth; AuthID names it). The context
 // bounds the handshake and the auth frame only; the session lives until
@@ -139,7 +152,7 @@ func (d WSDial) request() Request {
 // was). Either way the exchange is in the transcript. When the auth frame
 // could not be sent, the session is returned with the error.
 func (c *Client) OpenWS(ctx context.Context, d WSDial) (*WSSession, *Response, error) {
-	s, resp, err := c.upgradeWS(ctx, d.request())
+	s, resp, err := c.upgradeWS(ctx, d.request(), d.subprotocols())
 	if err != nil || d.Way != ws.ByAuthFrame || d.NoAuth {
 		return s, resp, err
 	}
@@ -155,9 +168,8 @@ func (c *Client) OpenWS(ctx context.Context, d WSDial) (*WSSession, *Response, e
 	return s, resp, s.Send(ctx, ws.AuthFrame(s.AuthID, auth, version, d.Cursor))
 }
 
-// upgradeWS performs the upgrade of req, offering the harn-ws.v1
-// subprotocol.
-func (c *Client) upgradeWS(ctx context.Context, req Request) (*WSSession, *Response, error) {
+// upgradeWS performs the upgrade of req, offering subprotocols.
+func (c *Client) upgradeWS(ctx context.Context, req Request, subprotocols []string) (*WSSession, *Response, error) {
 	hr, _, err := c.build(ctx, req)
 	if err != nil {
 		return nil, nil, err
@@ -176,7 +188,7 @@ func (c *Client) upgradeWS(ctx context.Context, req Request) (*WSSession, *Respo
 	dctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	conn, hresp, err := ws.Dial(dctx, u, ws.Options{Header: h, MaxMessageBytes: maxWSFrame,
-		Subprotocols: []string{schemas.WSProfile}, HTTPClient: c.hc, OnPing: s.controlPing})
+		Subprotocols: subprotocols, HTTPClient: c.hc, OnPing: s.controlPing})
 	if hresp == nil {
 		if err == nil {
 			err = errors.New("no HTTP answer")

@@ -105,6 +105,10 @@ type Config struct {
 	// conform's command line. It may hold credentials, so reports show
 	// only whether it was set.
 	AgentCommand []string
+	// ACPAuthMethod is the id of one of the agent's authMethods: every
+	// spec calls authenticate with it after initialize (acp-harbor;
+	// docs/acp-harbor.md, "Agents that need authentication"). "" = never.
+	ACPAuthMethod string
 }
 
 // OAuth configures how the run gets OAuth2 access tokens from the target's
@@ -322,6 +326,7 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.Profile }},
+	stringSetting("acp_auth_method", "id", "acp-harbor: the id of one of the agent's authMethods; every spec calls authenticate with it after initialize (the agent inherits conform's environment: export what the method needs, such as its API key); unset: an agent that answers session/new with Authentication required leaves what needs a session unverified", func(c *Config) *string { return &c.ACPAuthMethod }),
 	{key: "agent_command", secret: true, noFlag: true, kind: "command", help: "the agent a command-driven profile (acp-harbor) starts: a JSON array of strings, or words separated by spaces; on the command line, everything after -- (which wins)",
 		set: func(c *Config, v string) error {
 			cmd, err := ParseCommand(v)
@@ -658,6 +663,9 @@ func (c Config) Validate() error {
 		return errors.New("agent_command: an agent command (after --) needs a profile that starts one: --profile acp-harbor")
 	case len(c.AgentCommand) > 0 && c.Profile != string(requirements.ACPHarbor):
 		return fmt.Errorf("agent_command: profile %s takes no agent command (it checks --target)", c.Profile)
+	}
+	if c.ACPAuthMethod != "" && c.Profile != string(requirements.ACPHarbor) {
+		return errors.New("acp_auth_method: an ACP authentication method needs --profile acp-harbor")
 	}
 	for _, a := range c.AgentCommand {
 		if strings.ContainsRune(a, 0) {

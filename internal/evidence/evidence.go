@@ -106,3 +106,38 @@ func Decode[T any](e types.ReportEntry) (T, error) {
 	err := json.Unmarshal(b, &v)
 	return v, err
 }
+
+// SourceSchema marks an Attachment that is a Source: where a spec found
+// the object in a state its checks needed (an artifact with bytes, a
+// running, canceled or failed task).
+const SourceSchema = "conform-evidence-source/v1"
+
+// SourceKind is where the object came from.
+type SourceKind string
+
+const (
+	// SourceRun: made by the run through Core means (a plain task it
+	// submitted), whatever the target does with such a task.
+	SourceRun SourceKind = "run"
+	// SourceTarget: the target already showed it (listed it).
+	SourceTarget SourceKind = "target"
+	// SourceHook: made through a conform.* test hook; Hook names it.
+	SourceHook SourceKind = "hook"
+	// SourceHigherLevel: made by a write another level owns (artifact
+	// registration is Extended), used by a check of a level that does not
+	// include it only when nothing else showed the object.
+	SourceHigherLevel SourceKind = "higher_level_write"
+)
+
+// Source says where the object some of a spec's checks judged came from.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	// Hook is the test hook's capability name, for SourceHook.
+	Hook string `json:"hook,omitempty"`
+	// Object is what was found, e.g. "artifact art_1" or "task task_1 (CANCELED)".
+	Object string `json:"object"`
+	// How says how it was found or made.
+	How string `json:"how"`
+	// Requirements are the ones the object's checks are under.
+	Requirements []string `json:"requirements"`
+}

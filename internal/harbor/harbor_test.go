@@ -123,6 +123,26 @@ func TestCheckNote(t *testing.T) {
 	}
 }
 
+func TestCheckNoteForm(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","method":"_ah/branch_deleted","params":{"branchId":"b1"}}`, true},
+		{`{"jsonrpc":"2.0","method":"harbor/branch_deleted","params":{"branchId":"b1"}}`, false},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"type":"custom","customType":"harbor/branch_deleted","branchId":"b1"}}}`, false},
+		{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"custom","customType":"harbor/branch_deleted","payload":{"branchId":"b1"}}}}`, false},
+	} {
+		n, ok := note(t, tc.line)
+		if !ok {
+			t.Fatalf("not a note: %s", tc.line)
+		}
+		if err := CheckNoteForm(n); (err == nil) != tc.ok {
+			t.Errorf("CheckNoteForm(%s) = %v, want ok %v", tc.line, err, tc.ok)
+		}
+	}
+}
+
 func response(t *testing.T, line string) *acp.Response {
 	t.Helper()
 	m, _, err := acp.Decode([]byte(line))
@@ -246,5 +266,36 @@ func TestCheckFile(t *testing.T) {
 	}
 	if err := CheckFile(camel, true); err == nil {
 		t.Error("CheckFile without content, asked for = nil")
+	}
+}
+
+func TestCheckReuse(t *testing.T) {
+	msgs := func(lines ...string) []acp.Message {
+		var out []acp.Message
+		for _, l := range lines {
+			m, _, err := acp.Decode([]byte(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	good := msgs(`{"jsonrpc":"2.0","method":"_ah/branch_created","params":{"sessionId":"s1","branch":{"branchId":"b1"},"newSessions":[]}}`,
+		`{"jsonrpc":"2.0","method":"_ah/branch_updated","params":{"sessionId":"s1","branch":{"branchId":"b1"}}}`)
+	if err := CheckReuse("b1", "s1", map[string]any{"branch": map[string]any{"branchId": "b1"}, "newSessions": []any{}}, good, []string{"s1", "s2"}); err != nil {
+		t.Errorf("CheckReuse(no sibling) = %v", err)
+	}
+	for name, tc := range map[string]struct {
+		res  map[string]any
+		msgs []acp.Message
+	}{
+		"listed in the answer":            {map[string]any{"newSessions": []any{"s9"}}, good},
+		"listed in branch_created":        {map[string]any{}, msgs(`{"jsonrpc":"2.0","method":"_ah/branch_created","params":{"sessionId":"s1","branch":{"branchId":"b1"},"newSessions":["s9"]}}`)},
+		"an update of an unknown session": {map[string]any{}, msgs(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s9","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}`)},
+	} {
+		if err := CheckReuse("b1", "s1", tc.res, tc.msgs, []string{"s1"}); err == nil {
+			t.Errorf("%s: CheckReuse = nil, want an error", name)
+		}
 	}
 }

@@ -36,6 +36,10 @@ type Note struct {
 	Payload map[string]any
 	// Reading says how it travelled, for messages.
 	Reading string
+	// Extension: it travelled as an ACP extension notification (a method
+	// name with a leading underscore, _ah/…), the form an ACP v1 client
+	// that does not know Harbor ignores (CheckNoteForm).
+	Extension bool
 }
 
 // ParseNote recognizes a Harbor notification. The text says they "ride on
@@ -55,7 +59,7 @@ func ParseNote(m acp.Message) (Note, bool) {
 	for _, p := range []string{PrefixHarbor, PrefixAH} {
 		if kind, ok := strings.CutPrefix(m.Method, p); ok {
 			pl, _ := Object(m.Params)
-			n := Note{Kind: kind, Payload: pl, Reading: "a " + m.Method + " notification"}
+			n := Note{Kind: kind, Payload: pl, Reading: "a " + m.Method + " notification", Extension: strings.HasPrefix(m.Method, "_")}
 			n.Session, _ = pl["sessionId"].(string)
 			return n, true
 		}
@@ -135,6 +139,19 @@ func CheckNote(n Note) error {
 	return nil
 }
 
+// CheckNoteForm is ACP-NOTIF-003, for a client that did not ask for custom
+// session updates (conform never does): a Harbor notification is an ACP
+// extension notification (_ah/…). A custom session/update is outside ACP
+// v1's closed SessionUpdate, and a harbor/… method is a name ACP keeps for
+// itself: an ACP v1 client that does not know Harbor rejects either and
+// logs an error (the official TypeScript SDK and acp-go-sdk both do).
+func CheckNoteForm(n Note) error {
+	if n.Extension {
+		return nil
+	}
+	return fmt.Errorf("harbor/%s came as %s to a client that did not ask for custom session updates; an ACP v1 client that does not know Harbor rejects it and logs an error: send it as the extension notification %s%s (docs/acp-harbor.md, \"Harbor notifications\")", n.Kind, n.Reading, PrefixAH, n.Kind)
+}
+
 // Notes lists the Harbor notifications among msgs.
 func Notes(msgs []acp.Message) []Note {
 	var out []Note
@@ -150,4 +167,45 @@ func Notes(msgs []acp.Message) []Note {
 func Params(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// CheckReuse is ACP-BRANCH-009: a branch created with sessionReuse
+// opens no new session — none in the answer's newSessions, none in the
+// branch's harbor/branch_created, and no message since the request names a
+// session other than those the client opened (known).
+func CheckReuse(bid, sid string, res map[string]any, msgs []acp.Message, known []string) error {
+	var probs []string
+	if ids, _ := SessionIDs("newSessions", res["newSessions"]); len(ids) > 0 {
+		probs = append(probs, fmt.Sprintf("the answer lists newSessions %v", ids))
+	}
+	for _, n := range Notes(msgs) {
+		if n.Kind != "branch_created" {
+			continue
+		}
+		b, _ := n.Payload["branch"].(map[string]any)
+		if ids, _ := SessionIDs("newSessions", n.Payload["newSessions"]); len(ids) > 0 && (bid == "" || b["branchId"] == bid) {
+			probs = append(probs, fmt.Sprintf("harbor/branch_created lists newSessions %v", ids))
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		var named string
+		if n, ok := ParseNote(m); ok {
+			named = n.Session
+		} else if m.Method == "session/update" {
+			var u struct {
+				SessionID string `json:"sessionId"`
+			}
+			_ = json.Unmarshal(m.Params, &u)
+			named = u.SessionID
+		}
+		if named != "" && named != sid && !slices.Contains(known, named) && !seen[named] {
+			seen[named] = true
+			probs = append(probs, fmt.Sprintf("%s names session %q, which the client never opened", m.Method, named))
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("branch_create with branch.sessionReuse true (branch %q) is to re-use session %s instead of creating a sibling, but %s", bid, sid, strings.Join(probs, "; "))
 }

@@ -34,3 +34,15 @@ func Attach(name, schema string, doc any) {
 	}
 	AddReportEntry(evidence.EntryEvidence, evidence.Attachment{Name: Env().Redactor.String(name), Schema: schema, Content: content}, ReportEntryVisibilityNever)
 }
+
+// Evidence records, in the current spec's evidence, where the object the
+// checks of src.Requirements judge came from (evidence.Source): the
+// target's own lists, a plain task of the run, a test hook, or a write of
+// another level.
+func Evidence(src evidence.Source) {
+	name := "source: " + src.Object
+	if src.Kind == evidence.SourceHook {
+		name += " (" + src.Hook + ")"
+	}
+	Attach(name, evidence.SourceSchema, src)
+}

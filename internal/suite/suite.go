@@ -564,6 +564,11 @@ func Note(msg string) {
 const (
 	RemedyScenarios = "implement the conform.scenarios test hook (docs/scenarios.md) so the suite can drive tasks into this state"
 	RemedyAgentEnds = "let the target's agent finish a plain text task within --task-timeout, or implement the conform.scenarios hook (docs/scenarios.md)"
+	// RemedyRunning and RemedyFailed are for checks that take a task of
+	// the target's own agent caught in the state before they ask the hook
+	// (docs/interpretations.md#evidence-sources).
+	RemedyRunning = "implement the conform.scenarios test hook (docs/scenarios.md), or let the target's agent take a moment over a plain task, so that the suite can catch one running"
+	RemedyFailed  = "implement the conform.scenarios test hook (docs/scenarios.md), or let the target's agent fail a task it has no text to work on (an empty prompt), so that the suite can see a FAILED task"
 )
 
 // Unverified ends the spec without a verdict on the target: the check could

@@ -42,7 +42,18 @@ type Options struct {
 	Hold time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Token is the credential the auth-required variant's method wants in
+	// the agent's environment (TokenEnv; Main reads it): authenticate
+	// succeeds only when it is set.
+	Token string
 }
+
+// The auth-required variant's one authentication method, and the
+// variable of the agent's environment it reads.
+const (
+	AuthMethodID = "conform-token"
+	TokenEnv     = "CONFORM_ACP_AGENT_TOKEN"
+)
 
 // Serve runs the agent on in/out until in ends or ctx is done. Log lines
 // go to errw (ACP lets an agent log to its stderr).
@@ -96,6 +107,11 @@ type agent struct {
 	branches  map[string]*branch
 	brOrder   []*branch
 	execs     map[string]*execution
+	// customUpdates: the client asked for Harbor notifications as custom
+	// session/update (clientCapabilities._meta["agent.harbor"]); authed:
+	// authenticate succeeded (the auth-required variant).
+	customUpdates bool
+	authed        bool
 }
 
 type session struct {
@@ -130,6 +146,13 @@ func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 	}
 	if a.faults[FaultInitNoInfo] {
 		resp.AgentInfo = nil
+	}
+	a.mu.Lock()
+	a.customUpdates = asksCustomUpdates(p.ClientCapabilities.Meta)
+	a.mu.Unlock()
+	if a.opts.Variant == VariantAuthRequired {
+		desc := "a token the agent reads from " + TokenEnv + " in its environment"
+		resp.AuthMethods = []acp.AuthMethod{{Agent: &acp.AuthMethodAgent{Id: AuthMethodID, Name: "conform test token", Description: &desc}}}
 	}
 	if a.opts.Variant != VariantNoHarbor {
 		bundle := a.bundle()
@@ -183,8 +206,49 @@ func (a *agent) bundle() map[string]any {
 	}
 }
 
-func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+// asksCustomUpdates reports whether a client's capabilities _meta asks for
+// Harbor notifications as custom session/update:
+// {"agent.harbor": {"notifications": {"customSessionUpdate": true}}}, the
+// bundle flat or nested as the agent's may be (docs/acp-harbor.md,
+// "Harbor notifications").
+func asksCustomUpdates(meta map[string]any) bool {
+	b, _ := meta["agent.harbor"].(map[string]any)
+	if b == nil {
+		ag, _ := meta["agent"].(map[string]any)
+		b, _ = ag["harbor"].(map[string]any)
+	}
+	n, _ := b["notifications"].(map[string]any)
+	return n["customSessionUpdate"] == true
+}
+
+// Authenticate is the auth-required variant's gate: its one method
+// succeeds when the agent's environment holds the token. Without the
+// variant there is nothing to authenticate and any call succeeds.
+func (a *agent) Authenticate(_ context.Context, p acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	if a.opts.Variant != VariantAuthRequired {
+		return acp.AuthenticateResponse{}, nil
+	}
+	if p.MethodId != AuthMethodID {
+		return acp.AuthenticateResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown authentication method %q (authMethods: %s)", p.MethodId, AuthMethodID)})
+	}
+	if a.opts.Token == "" {
+		return acp.AuthenticateResponse{}, acp.NewAuthRequired(map[string]any{"error": TokenEnv + " is not set in the agent's environment"})
+	}
+	a.mu.Lock()
+	a.authed = true
+	a.mu.Unlock()
 	return acp.AuthenticateResponse{}, nil
+}
+
+// needsAuth is the answer to a request that opens a session before the
+// client authenticated, in the auth-required variant (nil otherwise).
+func (a *agent) needsAuth() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.opts.Variant != VariantAuthRequired || a.authed {
+		return nil
+	}
+	return acp.NewAuthRequired(map[string]any{"authMethods": []string{AuthMethodID}})
 }
 
 func (a *agent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
@@ -217,6 +281,9 @@ func (a *agent) Cancel(context.Context, acp.CancelNotification) error {
 }
 
 func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if err := a.needsAuth(); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
 	a.mu.Lock()
 	s := a.addSession(p.Cwd)
 	if a.faults[FaultSessionIDReused] {
@@ -307,6 +374,15 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		a.runTool(sid, to, cmd)
 	}
 	a.update(to, acp.UpdateAgentMessageText(" Done."))
+	// Harbor snapshots the workspace at the end of every turn, announced
+	// with harbor/snapshot_created (reason auto): so even a client that
+	// only says hello receives Harbor notifications.
+	if a.opts.Variant != VariantNoHarbor {
+		a.mu.Lock()
+		snap := a.addSnapshot(sid, "turn-end", nil, false)
+		a.mu.Unlock()
+		a.announceSnapshot(sid, snap, "auto")
+	}
 	if a.faults[FaultUpdateAfterResp] {
 		a.trailUpdate(sid, " (one more thing)")
 	}
@@ -375,24 +451,39 @@ func (a *agent) runTool(sid, to, cmd string) {
 	a.announceSnapshot(sid, snap, "auto")
 }
 
-// harbor sends a Harbor notification of kind ("snapshot_created"…) in the
-// reading the variant chooses: by default a session/update whose update is
-// {"type": "custom", "customType": "harbor/…", …payload} (the text's
-// literal words, docs/interpretations.md).
+// harbor sends a Harbor notification of kind ("snapshot_created"…). By
+// default (docs/interpretations.md, ah-notification-forms) it is an ACP
+// extension notification _ah/<kind> whose params are the payload (with
+// the session's id), which an ACP v1 client that does not know Harbor
+// ignores; a client that asked for custom session updates
+// (clientCapabilities._meta["agent.harbor"].notifications.customSessionUpdate)
+// gets the text's own form, a session/update whose update is
+// {"type": "custom", "customType": "harbor/…", …payload}. The
+// harbor-updates-unasked fault sends that form to every client; two
+// variants take the other readings the suite accepts.
 func (a *agent) harbor(sid, kind string, payload map[string]any) {
+	a.mu.Lock()
+	custom := a.customUpdates || a.faults[FaultHarborUpdatesUnasked]
+	a.mu.Unlock()
 	var msg map[string]any
-	switch a.opts.Variant {
-	case VariantMethodNotifications:
+	switch {
+	case a.opts.Variant == VariantMethodNotifications:
 		msg = map[string]any{"jsonrpc": "2.0", "method": "harbor/" + kind, "params": payload}
-	case VariantUpdateDiscriminated:
+	case a.opts.Variant == VariantUpdateDiscriminated:
 		msg = map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid,
 			"update": map[string]any{"sessionUpdate": "custom", "customType": "harbor/" + kind, "payload": payload}}}
-	default:
+	case custom:
 		u := map[string]any{"type": "custom", "customType": "harbor/" + kind}
 		for k, v := range payload {
 			u[k] = v
 		}
 		msg = map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}}
+	default:
+		params := map[string]any{"sessionId": sid}
+		for k, v := range payload {
+			params[k] = v
+		}
+		msg = map[string]any{"jsonrpc": "2.0", "method": "_ah/" + kind, "params": params}
 	}
 	_ = a.w.send(msg)
 }

@@ -1,6 +1,7 @@
 package acpharbor
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -263,5 +264,134 @@ func TestMainFlags(t *testing.T) {
 	out.Reset()
 	if code := Main(context.Background(), nil, strings.NewReader(""), &out, &errb); code != 0 || out.Len() != 0 {
 		t.Errorf("serve with empty stdin = %d, stdout %q", code, out.String())
+	}
+}
+
+// raw serves the reference agent in this process and speaks to it line by
+// line: send writes one message, lines receives each line it writes.
+func raw(t *testing.T, opts Options) (send func(string), lines <-chan string) {
+	t.Helper()
+	toAgent, fromClient := io.Pipe()
+	toClient, fromAgent := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(ctx, toAgent, fromAgent, io.Discard, opts)
+		fromAgent.Close()
+	}()
+	out := make(chan string, 1024)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(toClient)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		fromClient.Close()
+		cancel()
+		<-done
+	})
+	return func(line string) {
+		if _, err := io.WriteString(fromClient, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}, out
+}
+
+// until reads lines up to the answer to request id, returning them all.
+func until(t *testing.T, lines <-chan string, id int) []string {
+	t.Helper()
+	var got []string
+	timeout := time.After(30 * time.Second) // a hang guard
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the agent ended before answering request %d: %v", id, got)
+			}
+			got = append(got, l)
+			var m struct {
+				ID     *int            `json:"id"`
+				Method string          `json:"method"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.ID != nil && *m.ID == id && m.Method == "" {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no answer to request %d: %v", id, got)
+		}
+	}
+}
+
+// Harbor notifications (docs/interpretations.md, ah-notification-forms):
+// _ah/… extension notifications by default, the text's custom
+// session/update only to a client that asks for it in its capabilities'
+// _meta, and to every client with the harbor-updates-unasked fault. Every
+// turn ends with an automatic snapshot, so even a plain turn announces
+// one.
+func TestHarborNotificationForms(t *testing.T) {
+	ask := `{"agent.harbor":{"notifications":{"version":1,"customSessionUpdate":true}}}`
+	for _, tc := range []struct {
+		name, meta string
+		faults     []Fault
+		want       string // how harbor/snapshot_created travels
+	}{
+		{"default", `{}`, nil, `"method":"_ah/snapshot_created"`},
+		{"asked", ask, nil, `"customType":"harbor/snapshot_created"`},
+		{"asked, nested", `{"agent":{"harbor":{"notifications":{"customSessionUpdate":true}}}}`, nil, `"customType":"harbor/snapshot_created"`},
+		{"unasked, with the fault", `{}`, []Fault{FaultHarborUpdatesUnasked}, `"customType":"harbor/snapshot_created"`},
+	} {
+		send, lines := raw(t, Options{Faults: tc.faults})
+		send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":` + tc.meta + `}}}`)
+		until(t, lines, 1)
+		send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+		until(t, lines, 2)
+		send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess-0001","prompt":[{"type":"text","text":"Hello, agent!"}]}}`)
+		got := strings.Join(until(t, lines, 3), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s: the turn's lines hold no %s:\n%s", tc.name, tc.want, got)
+		}
+		if tc.want != `"method":"_ah/snapshot_created"` && strings.Contains(got, `"method":"_ah/`) {
+			t.Errorf("%s: an _ah/ notification besides the asked-for form:\n%s", tc.name, got)
+		}
+	}
+}
+
+// The auth-required variant: authMethods advertised, session/new and
+// _ah/session/new refused with Authentication required until authenticate
+// succeeds, which needs the token.
+func TestAuthRequiredVariant(t *testing.T) {
+	for _, tc := range []struct {
+		name, token, method string
+		authed              bool
+	}{
+		{"no token", "", AuthMethodID, false},
+		{"another method", "t", "oauth", false},
+		{"the method and its token", "t", AuthMethodID, true},
+	} {
+		send, lines := raw(t, Options{Variant: VariantAuthRequired, Token: tc.token})
+		send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+		if init := strings.Join(until(t, lines, 1), "\n"); !strings.Contains(init, `"authMethods":[{"description"`) || !strings.Contains(init, AuthMethodID) {
+			t.Fatalf("initialize: %s, want authMethods with %s", init, AuthMethodID)
+		}
+		send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+		if r := until(t, lines, 2); !strings.Contains(r[len(r)-1], `"code":-32000`) {
+			t.Errorf("%s: session/new before authenticate = %s, want -32000", tc.name, r[len(r)-1])
+		}
+		send(`{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"` + tc.method + `"}}`)
+		auth := until(t, lines, 3)
+		if ok := !strings.Contains(auth[len(auth)-1], `"error"`); ok != tc.authed {
+			t.Errorf("%s: authenticate = %s, want success %v", tc.name, auth[len(auth)-1], tc.authed)
+		}
+		send(`{"jsonrpc":"2.0","id":4,"method":"_ah/session/new","params":{"agents":[{"model":{"id":"m"}}]}}`)
+		send(`{"jsonrpc":"2.0","id":5,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+		r := until(t, lines, 5)
+		if ok := !strings.Contains(strings.Join(r, "\n"), `"code":-32000`); ok != tc.authed {
+			t.Errorf("%s: after authenticate, _ah/session/new and session/new = %v, want success %v", tc.name, r, tc.authed)
+		}
 	}
 }

@@ -121,6 +121,10 @@ var (
 		Doc: "executions send no timeline checkpoint", Warns: []string{"ACP-NOTIF-002"}})
 	FaultProblemStatusString = declare(fault.Fault{Name: "problem-status-string",
 		Doc: "Problem+JSON refusals carry their status as a string", Fails: []string{"ACP-ERR-001"}})
+	FaultHarborUpdatesUnasked = declare(fault.Fault{Name: "harbor-updates-unasked",
+		Doc: "sends Harbor notifications as the text's custom session/update to a client that did not ask for them", Warns: []string{"ACP-NOTIF-003"}})
+	FaultSessionReuseSibling = declare(fault.Fault{Name: "session-reuse-sibling",
+		Doc: "a branch created with sessionReuse spawns a sibling session anyway", Fails: []string{"ACP-BRANCH-009"}})
 	FaultTenantInvalid = declare(fault.Fault{Name: "tenant-invalid-params",
 		Doc: "tenant hints (tenantId, projectId) are refused as invalid params", Warns: []string{"ACP-TENANT-001"}})
 )
@@ -171,10 +175,20 @@ var (
 		Doc: "refuses with a Problem+JSON result instead of a JSON-RPC error"})
 	VariantCamelCaseFile = declareVariant(fault.Variant{Name: "camel-case-file",
 		Doc: "spells workspace/file metadata in camelCase"})
+	// The two other forms of Harbor notifications the suite accepts: legal
+	// by the text, but they make an ACP v1 client that does not know
+	// Harbor log errors (ACP-NOTIF-003, a SHOULD).
 	VariantUpdateDiscriminated = declareVariant(fault.Variant{Name: "update-discriminated",
-		Doc: "sends Harbor updates as sessionUpdate \"custom\" with the payload in a payload member"})
+		Doc: "sends Harbor updates as sessionUpdate \"custom\" with the payload in a payload member", Warns: []string{"ACP-NOTIF-003"}})
 	VariantMethodNotifications = declareVariant(fault.Variant{Name: "method-notifications",
-		Doc: "sends Harbor notifications as JSON-RPC notifications named harbor/… instead of session/update"})
+		Doc: "sends Harbor notifications as JSON-RPC notifications named harbor/… instead of _ah/…", Warns: []string{"ACP-NOTIF-003"}})
+	// VariantAuthRequired advertises an authentication method and answers
+	// session/new with "Authentication required" until the client calls
+	// authenticate with it, which succeeds when the agent's environment
+	// holds CONFORM_ACP_AGENT_TOKEN (legal ACP; proven by
+	// TestACPHarborAuthRequired, cmd/conform).
+	VariantAuthRequired = declareVariant(fault.Variant{Name: "auth-required",
+		Doc: "advertises authMethods [conform-token] and answers session/new with Authentication required until authenticate (which needs CONFORM_ACP_AGENT_TOKEN in its environment)"})
 )
 
 // Variants lists every variant, sorted.

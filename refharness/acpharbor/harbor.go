@@ -170,6 +170,9 @@ func (a *agent) workspaceDiff(p map[string]json.RawMessage) (any, error) {
 // --- sessions --------------------------------------------------------------------
 
 func (a *agent) sessionNew(p map[string]json.RawMessage) (any, error) {
+	if err := a.needsAuth(); err != nil {
+		return nil, err
+	}
 	var agents []struct {
 		Model struct {
 			ID string `json:"id"`
@@ -352,7 +355,8 @@ func (a *agent) branchCreate(p map[string]json.RawMessage) (any, error) {
 	b := &branch{id: a.newID("branch"), name: spec.Name, snapshotID: src.id, parent: sid, created: a.opts.Now(), status: "ready"}
 	b.mount = "/workspace/branches/" + b.id
 	newSessions := []string{}
-	if !spec.SessionReuse {
+	sibling := spec.SessionReuse && a.faults[FaultSessionReuseSibling]
+	if !spec.SessionReuse || sibling {
 		n := 0
 		for _, raw := range spec.Agents {
 			var ag struct {
@@ -365,7 +369,7 @@ func (a *agent) branchCreate(p map[string]json.RawMessage) (any, error) {
 			}
 			n += min(max(c, 1), 16)
 		}
-		if n == 0 && prompt != "" {
+		if n == 0 && (prompt != "" || sibling) {
 			n = 1
 		}
 		for range n {
@@ -373,7 +377,8 @@ func (a *agent) branchCreate(p map[string]json.RawMessage) (any, error) {
 			s.branch = b.id
 			newSessions = append(newSessions, s.id)
 		}
-	} else {
+	}
+	if spec.SessionReuse {
 		a.sessions[sid].branch = b.id
 	}
 	if len(newSessions) > 0 || spec.SessionReuse {

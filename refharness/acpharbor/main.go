@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// Serve has returned): writes to stderr are serialised.
 	stderr = &lockedWriter{w: stderr}
 	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)))
-	if err := Serve(ctx, stdin, stdout, stderr, Options{Faults: faults, Variant: v, Hold: *hold}); err != nil {
+	if err := Serve(ctx, stdin, stdout, stderr, Options{Faults: faults, Variant: v, Hold: *hold, Token: os.Getenv(TokenEnv)}); err != nil {
 		fmt.Fprintf(stderr, "conform serve-acp: %v\n", err)
 		return 1
 	}

@@ -127,9 +127,10 @@ func Start(opts refharness.Options) (*Harness, error) {
 	var second, readOnly string
 	if opts.APIKeys == nil {
 		second, readOnly = NewAPIKey(), NewAPIKey()
-		opts.APIKeys = map[string]string{key: "actor_default", second: "actor_second", readOnly: "actor_read_only"}
-		opts.Tenants = map[string]string{"actor_read_only": "actor_default"}
-		opts.ReadOnly = map[string]bool{"actor_read_only": true}
+		if opts, err = opts.WithActors(refharness.Actors{Default: key, Second: second, ReadOnly: readOnly}); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("reference harness: %w", err)
+		}
 	} else {
 		for k := range opts.APIKeys {
 			key = k

@@ -90,6 +90,12 @@ type Fault struct {
 	// Hookless faults are caught on a target without the scenario hook
 	// too (as a third-party server is run): a second row proves it.
 	Hookless bool
+	// SlowHookless faults are caught on a target without the scenario
+	// hook whose agent works a second over a task and fails one with no
+	// text (variants no-scenario-hook and slow-agent): the run judges the
+	// target's own tasks caught running, canceled and failed. A further
+	// row proves it.
+	SlowHookless bool
 	// Alone rows never share a run: their failure blocks the checks of
 	// much of the level, so every partner would need a run of its own.
 	Alone bool

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/fault"
 )
 
@@ -41,8 +42,9 @@ func init() {
 		}))
 
 	wireFault(fault.Fault{Name: "content-not-matching-sha256",
-		Doc:   "artifact content no longer matches the artifact's sha256 (a byte is appended)",
-		Fails: []string{"CORE-READ-013"}},
+		Doc:      "artifact content no longer matches the artifact's sha256 (a byte is appended)",
+		Fails:    []string{"CORE-READ-013"},
+		Hookless: true},
 		plain(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !strings.HasSuffix(r.URL.Path, "/content") {
@@ -242,6 +244,82 @@ func init() {
 			}), nil
 		})
 
+	wireFault(fault.Fault{Name: "cancel-refused-while-running",
+		Doc:          "a cancel of a task that has not ended is refused with 409 conflict, as if it were terminal",
+		Fails:        []string{"CORE-CANCEL-001"},
+		SlowHookless: true},
+		func(next http.Handler, env Env) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id, ok := strings.CutPrefix(r.URL.Path, "/v1/tasks/")
+				if id, ok = strings.CutSuffix(id, "/cancel"); !ok || r.Method != http.MethodPost || strings.Contains(id, "/") {
+					next.ServeHTTP(w, r)
+					return
+				}
+				rec := setupRequest(next, env, http.MethodGet, "/v1/tasks/"+id, "")
+				var task struct{ Status string }
+				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &task) != nil || refharness.Terminal(task.Status) {
+					next.ServeHTTP(w, r)
+					return
+				}
+				env.Used()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				io.WriteString(w, `{"error":{"code":"conflict","type":"conflict_error","message":"the task cannot be canceled now"}}`)
+			}), nil
+		})
+
+	// A Core server that offers no artifact registration (an Extended
+	// write): POST /v1/artifacts is an unknown route. Artifact reads are
+	// untouched; Core reads the artifacts the run makes by other means.
+	wireVariant(fault.Variant{Name: "no-artifact-registration",
+		Doc:   "POST /v1/artifacts is an unknown route (404): a Core server without artifact registration, which is Extended",
+		Level: "core"},
+		func(next http.Handler, env Env) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts" {
+					env.Used()
+					noArtifactRoute(w)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		})
+
+	// A Core server that shows no Artifact at all: none registered (POST
+	// /v1/artifacts is an unknown route), none listed, none in an
+	// Outcome. Legal (Core requires reading the artifacts a server has,
+	// not having any); TestCoreWithoutArtifacts proves the run then leaves
+	// only the artifact checks unverified.
+	wireVariant(fault.Variant{Name: "no-artifacts-shown",
+		Doc: "no artifact is registered, listed or named by an Outcome: a Core server that shows none"},
+		func(next http.Handler, env Env) (http.Handler, error) {
+			hide := rewritingFunc(func(r *http.Request, v any) {
+				if m, ok := v.(map[string]any); ok && r.URL.Path == "/v1/artifacts" {
+					if data, _ := m["data"].([]any); len(data) > 0 {
+						env.Used()
+					}
+					m["data"] = []any{}
+					if pg, ok := m["page"].(map[string]any); ok {
+						pg["has_more"], pg["next_cursor"] = false, nil
+					}
+				}
+				eachObject(v, "outcome", func(o map[string]any) {
+					if arts, _ := o["artifacts"].([]any); len(arts) > 0 {
+						env.Used()
+						o["artifacts"] = []any{}
+					}
+				})
+			})(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && r.URL.Path == "/v1/artifacts" {
+					env.Used()
+					noArtifactRoute(w)
+					return
+				}
+				hide.ServeHTTP(w, r)
+			}), nil
+		})
+
 	// Readings of the spec the reference Harness does not take but a
 	// reasonable implementer could; each calls env.Used when it changes an
 	// answer.
@@ -436,3 +514,11 @@ func (fr *frameRewriter) Write(b []byte) (int, error) {
 }
 
 func (fr *frameRewriter) Flush() { fr.ResponseWriter.(http.Flusher).Flush() }
+
+// noArtifactRoute answers a POST /v1/artifacts as a server without the
+// route would: 404 with the error envelope.
+func noArtifactRoute(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	io.WriteString(w, `{"error":{"code":"resource_not_found","type":"not_found_error","message":"no route POST /v1/artifacts"}}`)
+}

@@ -61,8 +61,8 @@ func TestHeaderAuthRefusals(t *testing.T) {
 			status int
 			code   string
 		}{
-			{"no subprotocol", path, headers(testKey), nil, 400, "invalid_request"},
 			{"another subprotocol", path, headers(testKey), []string{"harn-ws.v2"}, 400, "invalid_request"},
+			{"other subprotocols only", path, headers(testKey), []string{"chat", "harn-ws.v2"}, 400, "invalid_request"},
 			{"wrong key", path, headers("not-a-key"), []string{Profile}, 401, "unauthenticated"},
 			{"empty credential", path, h("Authorization", "", v, refharness.ProtocolVersion), []string{Profile}, 401, "unauthenticated"},
 			{"not bearer", path, h("Authorization", "Basic "+testKey, v, refharness.ProtocolVersion), []string{Profile}, 401, "unauthenticated"},
@@ -264,6 +264,43 @@ func TestStreamHidesItsCredential(t *testing.T) {
 			Body: []byte(`{"message":{"role":"user","parts":[{"type":"text","text":"x","visibility":"public"}]}}`)})
 		if rep.Status != 201 {
 			t.Errorf("Exec: %d %s", rep.Status, rep.Body)
+		}
+	})
+}
+
+// TestNoSubprotocolIsHarnWSv1: an upgrade that offers no subprotocol (a
+// browser's new WebSocket(url); the upstream TypeScript SDK's
+// connectTaskEventsWebSocket without protocols) is a harn-ws.v1 upgrade
+// (docs/interpretations.md ws-no-subprotocol): completed selecting none,
+// on either way in, and the session speaks the profile.
+func TestNoSubprotocolIsHarnWSv1(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Options{}, nil)
+		sess := e.session()
+		path := "/v1/sessions/" + sess + "/events/stream"
+		for _, way := range []string{"headers", "auth frame"} {
+			var hdr http.Header
+			if way == "headers" {
+				hdr = headers(testKey)
+			}
+			c, resp, err := e.dialWith(path, hdr, nil)
+			if err != nil {
+				t.Fatalf("%s: upgrade without a subprotocol refused: %v (%v)", way, err, resp)
+			}
+			if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "" {
+				t.Errorf("%s: selected subprotocol %q, none offered", way, got)
+			}
+			if way == "auth frame" {
+				c.send(authFrame("a", testKey))
+			}
+			r := c.typed("ready")
+			if r.f["profile"] != Profile {
+				t.Errorf("%s: ready names profile %v, want %s", way, r.f["profile"], Profile)
+			}
+			c.send(map[string]any{"type": "user_message", "id": "m", "session_id": sess, "message": textMessage("hello")})
+			if rep := c.reply("m"); rep.f["type"] != "result" {
+				t.Errorf("%s: user_message answered %s, want result", way, rep.raw)
+			}
 		}
 	})
 }

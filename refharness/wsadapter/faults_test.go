@@ -371,6 +371,21 @@ var wsProbes = map[refharness.Fault]wsProbe{
 		}
 		return nil
 	},
+	refharness.FaultWSUnauthenticatedSilent: func(p *env) error {
+		c, _, err := p.dial("/v1/sessions/"+p.session()+"/events/stream", nil)
+		if err != nil {
+			return fmt.Errorf("the header-less upgrade was refused: %v", err)
+		}
+		defer c.close()
+		m, err := c.await("an answer to the missing auth frame", func(m msg) bool { return m.f["type"] != "ping" })
+		if err != nil {
+			return err
+		}
+		if m.f["type"] != "error" || num(m.f["status"]) != 401 {
+			return fmt.Errorf("an upgrade that never sent its auth frame got %s, want error 401", m.raw)
+		}
+		return nil
+	},
 	refharness.FaultWSIdempotencyIgnored: func(p *env) error {
 		sess := p.session()
 		task := p.submit(sess, step("work", "ms", 600000))

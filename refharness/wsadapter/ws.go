@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +186,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.srv.WriteError(w, r, e)
 		return
 	}
-	if !offers(r, Profile) {
+	if offered := subprotocols(r); len(offered) > 0 && !slices.Contains(offered, Profile) {
+		// An upgrade that offers no subprotocol is a harn-ws.v1 upgrade
+		// (a browser's new WebSocket(url), the upstream TypeScript SDK;
+		// docs/interpretations.md ws-no-subprotocol): Accept then selects
+		// none. One that offers only other profiles is refused.
 		a.srv.WriteError(w, r, refharness.NewError(http.StatusBadRequest, "invalid_request", "Sec-WebSocket-Protocol",
 			"the upgrade does not offer the subprotocol "+Profile, map[string]any{"supported_subprotocols": []string{Profile}}))
 		return
@@ -264,16 +269,17 @@ func hasToken(vals []string, tok string) bool {
 	return false
 }
 
-// offers reports whether the upgrade offers subprotocol p.
-func offers(r *http.Request, p string) bool {
+// subprotocols lists the subprotocols the upgrade offers.
+func subprotocols(r *http.Request) []string {
+	var out []string
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for _, tok := range strings.Split(v, ",") {
-			if strings.TrimSpace(tok) == p {
-				return true
+			if tok = strings.TrimSpace(tok); tok != "" {
+				out = append(out, tok)
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // inbound is one client message as read.
@@ -420,6 +426,9 @@ func (c *conn) authenticate(version string) (st *refharness.Stream, authID *stri
 	c.limit.Store(authFrameLimit)
 	t := time.NewTimer(c.a.authTimeout)
 	defer t.Stop()
+	if c.a.srv.Fault(refharness.FaultWSUnauthenticatedSilent) {
+		t.Stop() // the deadline is never kept: the connection waits in silence
+	}
 	var m inbound
 	select {
 	case m, ok = <-c.in:

@@ -139,7 +139,7 @@ var _ = Describe("ACP Harbor extensions", func() {
 		}
 	})
 
-	It("takes snapshots, announces and lists them", suite.Req("ACP-CAP-003", "ACP-NAME-001", "ACP-SNAP-001", "ACP-SNAP-002", "ACP-SNAP-003", "ACP-SNAP-005", "ACP-WS-002", "ACP-NOTIF-001"), func(ctx SpecContext) {
+	It("takes snapshots, announces and lists them", suite.Req("ACP-CAP-003", "ACP-NAME-001", "ACP-SNAP-001", "ACP-SNAP-002", "ACP-SNAP-003", "ACP-SNAP-005", "ACP-WS-002", "ACP-NOTIF-001", "ACP-NOTIF-003"), func(ctx SpecContext) {
 		p := start(ctx)
 		p.initialize()
 		p.needHarbor(p.bundle.Snapshots, "snapshots")
@@ -166,6 +166,9 @@ var _ = Describe("ACP Harbor extensions", func() {
 			suite.Check("ACP-SNAP-005", fmt.Errorf("harbor/snapshot_created for the manual snapshot %s has reason %s and session %q, want reason \"manual\" and session %q", id, harbor.Raw(n.Payload["reason"]), n.Session, sid))
 		}
 		suite.Check("ACP-NOTIF-001", p.noteProblems(mark))
+		if p.judgeNoteForms(mark) == 0 {
+			suite.NothingToCheck(reqNoteForm, "no Harbor notification came after the manual snapshot", "announce snapshots with harbor/snapshot_created (ACP-SNAP-005)")
+		}
 
 		lres := p.object("ACP-SNAP-002", "snapshot_list", p.mustHarbor("snapshot_list", "the snapshots block", map[string]any{"sessionId": sid}))
 		in, err := listed(lres, "snapshots", "id", id)
@@ -357,7 +360,7 @@ var _ = Describe("ACP Harbor extensions", func() {
 		suite.Should("ACP-BRANCH-002", err)
 	})
 
-	It("reuses the current session for a branch, announcing the swap", suite.Req("ACP-BRANCH-006"), func(ctx SpecContext) {
+	It("reuses the current session for a branch, announcing the swap and opening no sibling", suite.Req("ACP-BRANCH-006", "ACP-BRANCH-009"), func(ctx SpecContext) {
 		p := start(ctx)
 		p.initialize()
 		p.needBranching()
@@ -385,6 +388,11 @@ var _ = Describe("ACP Harbor extensions", func() {
 		if len(missing) > 0 {
 			suite.Check("ACP-BRANCH-006", fmt.Errorf("branch_create with branch.sessionReuse true (branch %q): no %s within --stream-timeout", bid, strings.Join(missing, " and no ")))
 		}
+		// "re-use the existing session instead of creating a sibling":
+		// the whole answer and everything the agent sent since, not only
+		// what it lists, must show no session but this one.
+		p.sync()
+		suite.Check("ACP-BRANCH-009", harbor.CheckReuse(bid, sid, res, p.conn.Received(mark), p.sessions))
 	})
 
 	It("mounts a snapshot for exploration, where it implements session_seek", suite.Req("ACP-SEEK-002"), func(ctx SpecContext) {
@@ -442,7 +450,7 @@ var _ = Describe("ACP Harbor extensions", func() {
 		suite.Check("ACP-MULTI-002", err)
 	})
 
-	It("streams a turn's shell pipeline as harbor/* session updates and lists it", suite.Req("ACP-CAP-003", "ACP-NAME-001", "ACP-PIPE-001", "ACP-PIPE-002", "ACP-PIPE-004", "ACP-PIPE-005", "ACP-NOTIF-001", "ACP-NOTIF-002"), func(ctx SpecContext) {
+	It("streams a turn's shell pipeline as harbor/* notifications and lists it", suite.Req("ACP-CAP-003", "ACP-NAME-001", "ACP-PIPE-001", "ACP-PIPE-002", "ACP-PIPE-004", "ACP-PIPE-005", "ACP-NOTIF-001", "ACP-NOTIF-002", "ACP-NOTIF-003"), func(ctx SpecContext) {
 		p := start(ctx)
 		p.initialize()
 		p.needHarbor(p.bundle.Pipeline, "pipelineIntrospection")
@@ -469,6 +477,9 @@ var _ = Describe("ACP Harbor extensions", func() {
 			}
 		}
 		suite.Check("ACP-NOTIF-001", p.noteProblems(mark))
+		if p.judgeNoteForms(mark) == 0 {
+			suite.NotApplicableTo(reqNoteForm, "the turn sent no Harbor notification")
+		}
 		if detected == nil {
 			ranTool := false
 			for _, m := range updatesFor(sid, msgs) {

@@ -32,6 +32,7 @@ const (
 	reqNote      = "ACP-NOTIF-001"
 	reqAdvertise = "ACP-CAP-003"
 	reqNames     = "ACP-NAME-001"
+	reqNoteForm  = "ACP-NOTIF-003"
 )
 
 // initializeParams is the client's initialize: the protocol version, no
@@ -226,6 +227,24 @@ func (p *peer) noteProblems(from int) error {
 	return errors.New(strings.Join(first(probs, 3), "; "))
 }
 
+// judgeNoteForms records ACP-NOTIF-003 for the Harbor notifications from
+// position from on: conform's client never asks for custom session
+// updates, so each must be an extension notification (_ah/…). It returns
+// how many there were (none: nothing judged).
+func (p *peer) judgeNoteForms(from int) int {
+	notes := harbor.Notes(p.conn.Received(from))
+	var probs []string
+	for _, n := range notes {
+		if err := harbor.CheckNoteForm(n); err != nil {
+			probs = append(probs, err.Error())
+		}
+	}
+	if len(probs) > 0 {
+		suite.Should(reqNoteForm, fmt.Errorf("%d of %d Harbor notification(s): %s", len(probs), len(notes), strings.Join(first(probs, 2), "; ")))
+	}
+	return len(notes)
+}
+
 func clipS(s string) string {
 	if len(s) > 300 {
 		return s[:300] + "…"
@@ -272,6 +291,7 @@ func (p *peer) initialize(reqs ...string) *acp.Response {
 	if p.bundle == nil {
 		p.bundle = &harbor.Bundle{} // advertises nothing: Claimed is false
 	}
+	p.authenticate() // auth.go: with --acp-auth-method
 	return resp
 }
 
@@ -289,8 +309,18 @@ func version(v any) (int, bool) {
 	return 0, false
 }
 
-// newSession opens a session in the spec's working directory.
+// newSession opens a session in the spec's working directory. An agent
+// that requires authentication conform was not given leaves the spec
+// unverified (auth.go).
 func (p *peer) newSession(reqs ...string) (string, *acp.Response) {
+	GinkgoHelper()
+	id, resp := p.rawSession(reqs...)
+	p.needAuth(sdk.AgentMethodSessionNew, resp)
+	return id, resp
+}
+
+// rawSession is session/new, whatever the answer.
+func (p *peer) rawSession(reqs ...string) (string, *acp.Response) {
 	GinkgoHelper()
 	resp := p.call(sdk.AgentMethodSessionNew, sdk.NewSessionRequest{Cwd: p.dir, McpServers: []sdk.McpServer{}}, reqs...)
 	var r struct {
@@ -324,16 +354,18 @@ func (p *peer) mustSession() string {
 // prompt runs one turn with a text prompt, waiting up to the task timeout.
 func (p *peer) prompt(session, text string, reqs ...string) *acp.Response {
 	GinkgoHelper()
-	return p.callWithin(suite.Env().Config.Timeouts.Task, sdk.AgentMethodSessionPrompt,
+	resp := p.callWithin(suite.Env().Config.Timeouts.Task, sdk.AgentMethodSessionPrompt,
 		sdk.PromptRequest{SessionId: sdk.SessionId(session), Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}}, reqs...)
+	p.needAuth(sdk.AgentMethodSessionPrompt, resp) // an agent that checks its credentials lazily
+	return resp
 }
 
 // sync is a round trip after which every message the agent sent before
 // answering it has been read: a session/new (cheap, and every agent has
-// it).
+// it; an error answer is a round trip too).
 func (p *peer) sync() {
 	GinkgoHelper()
-	p.newSession()
+	p.rawSession()
 }
 
 // --- Harbor ----------------------------------------------------------------
@@ -370,6 +402,7 @@ func (p *peer) harbor(name string, params map[string]any) *acp.Response {
 				p.only = append(p.only, name)
 			}
 		}
+		p.needAuth(pre+name, resp)
 		return resp
 	}
 	return nil

@@ -63,8 +63,14 @@ func Preflight(ctx context.Context, env *target.Env) *preflight.Problem {
 	defer conn.Close()
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeouts.Request)
 	defer cancel()
-	_, err = conn.Call(cctx, sdk.AgentMethodInitialize, initializeParams(sdk.ProtocolVersionNumber))
+	initResp, err := conn.Call(cctx, sdk.AgentMethodInitialize, initializeParams(sdk.ProtocolVersionNumber))
 	if err == nil {
+		if cfg.ACPAuthMethod == "" || initResp.Error != nil {
+			return nil
+		}
+		if msg, hint := preflightAuth(cctx, conn, initResp, cfg.ACPAuthMethod); msg != "" {
+			return &preflight.Problem{Stage: preflight.StageCommand, Message: env.Redactor.String(msg), Hint: env.Redactor.String(hint)}
+		}
 		return nil
 	}
 	why := "did not answer initialize within --request-timeout (" + cfg.Timeouts.Request.String() + ")"

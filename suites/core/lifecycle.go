@@ -22,6 +22,51 @@ var _ = Describe("Task lifecycle", func() {
 		f.verifyLifecycle(ctx, id, final)
 	})
 
+	It("fails a task through allowed transitions and says why", suite.Req("CORE-LIFE-001", "CORE-LIFE-002", "CORE-LIFE-003"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.failedTask(ctx, []any{
+			map[string]any{"op": "work", "ms": 1},
+			map[string]any{"op": "fail", "code": "conform_failure", "message": "the scenario asked to fail"},
+		})
+		f.verifyLifecycle(ctx, id, check.Failed)
+		suite.Should("CORE-LIFE-003", f.failureVisible(ctx, id))
+	})
+
+	It("records a cancel of a WORKING task as an allowed move with its own task state event", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id, why := f.cancelPlain(ctx, true)
+		if id != "" {
+			fromRun("task "+id+" (CANCELED)", "a plain task of the spec, read WORKING and then canceled")
+		} else {
+			needHook(why, suite.RemedyRunning)
+			// Work far longer than the spec runs, so only the cancel ends it.
+			id = f.submit(ctx, workThenComplete(60000))
+			f.driveTo(ctx, id, check.Working)
+			f.cancel(ctx, id)
+			fromHook("task "+id, "a task in a long work step, canceled once WORKING")
+		}
+		final, _ := f.awaitTerminal(ctx, id)
+		f.verifyLifecycle(ctx, id, final)
+	})
+
+	It("runs a slow task through WORKING to COMPLETED through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id, why := f.workingPlain(ctx)
+		if id != "" {
+			fromRun("task "+id+" (read WORKING)", "a plain task of the spec, read WORKING before it ended")
+		} else {
+			needHook(why, suite.RemedyRunning)
+			id = f.submit(ctx, []any{
+				map[string]any{"op": "work", "ms": 30},
+				map[string]any{"op": "complete"},
+			})
+			f.driveTo(ctx, id, check.Completed)
+			fromHook("task "+id, "a task in a work step")
+		}
+		final, _ := f.awaitTerminal(ctx, id)
+		f.verifyLifecycle(ctx, id, final)
+	})
+
 	Context("driven by the scenario contract", func() {
 		BeforeEach(skipWithoutScenarios)
 
@@ -31,6 +76,7 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "input_required", "prompt": "conform: which file?"},
 				map[string]any{"op": "complete", "summary": "answered"},
 			})
+			fromHook("task "+id, "a task whose scenario asks for input")
 			f.driveTo(ctx, id, check.InputRequired)
 			f.verifyWaiting(ctx, id, check.InputRequired)
 			f.answer(ctx, id, "input", map[string]any{"type": "text", "text": "README.md", "visibility": "public"})
@@ -44,40 +90,10 @@ var _ = Describe("Task lifecycle", func() {
 				map[string]any{"op": "auth_required", "reason": "conform: connect the account"},
 				map[string]any{"op": "complete"},
 			})
+			fromHook("task "+id, "a task whose scenario asks for authorization")
 			f.driveTo(ctx, id, check.AuthRequired)
 			f.verifyWaiting(ctx, id, check.AuthRequired)
 			f.answer(ctx, id, "tool_confirmation", map[string]any{"type": "json", "value": map[string]any{"decision": "approve"}, "visibility": "public"})
-			final := f.driveTo(ctx, id, check.Completed)
-			f.verifyLifecycle(ctx, id, final)
-		})
-
-		It("fails a task through allowed transitions and says why", suite.Req("CORE-LIFE-001", "CORE-LIFE-002", "CORE-LIFE-003"), func(ctx SpecContext) {
-			f := newFlow(ctx)
-			id := f.submit(ctx, []any{
-				map[string]any{"op": "work", "ms": 1},
-				map[string]any{"op": "fail", "code": "conform_failure", "message": "the scenario asked to fail"},
-			})
-			final := f.driveTo(ctx, id, check.Failed)
-			f.verifyLifecycle(ctx, id, final)
-			suite.Should("CORE-LIFE-003", f.failureVisible(ctx, id))
-		})
-
-		It("records a cancel of a WORKING task as an allowed move with its own task state event", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
-			f := newFlow(ctx)
-			// Work far longer than the spec runs, so only the cancel ends it.
-			id := f.submit(ctx, workThenComplete(60000))
-			f.driveTo(ctx, id, check.Working)
-			f.cancel(ctx, id)
-			final, _ := f.awaitTerminal(ctx, id)
-			f.verifyLifecycle(ctx, id, final)
-		})
-
-		It("runs a slow task through WORKING to COMPLETED through allowed transitions", suite.Req("CORE-LIFE-001", "CORE-LIFE-002"), func(ctx SpecContext) {
-			f := newFlow(ctx)
-			id := f.submit(ctx, []any{
-				map[string]any{"op": "work", "ms": 30},
-				map[string]any{"op": "complete"},
-			})
 			final := f.driveTo(ctx, id, check.Completed)
 			f.verifyLifecycle(ctx, id, final)
 		})
@@ -168,18 +184,29 @@ func (f *flow) submit(ctx context.Context, steps []any) string {
 	if steps != nil {
 		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
 	}
-	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(f.session) + "/tasks", Body: body})
-	m, err := resp.Object()
-	id, _ := m["id"].(string)
-	if resp.Status/100 != 2 || err != nil || id == "" {
+	id, resp := f.submitBody(ctx, body)
+	if id == "" {
 		// Submitting is CORE-TASK-001's: the spec's own requirements are
 		// blocked by that failure.
 		suite.Must(reqSubmit, fmt.Errorf("%s did not accept the task, so this spec cannot run%s", resp, hint(resp)))
 	}
-	if s, ok := m["status"].(string); ok {
+	return id
+}
+
+// submitBody submits a task body to the flow's session and returns the
+// new task's id ("" when the target did not accept it) and the answer.
+func (f *flow) submitBody(ctx context.Context, body map[string]any) (string, *client.Response) {
+	GinkgoHelper()
+	resp := roundTrip(ctx, client.Request{Method: "POST", Path: "/v1/sessions/" + client.Seg(f.session) + "/tasks", Body: body})
+	m, err := resp.Object()
+	id, _ := m["id"].(string)
+	if resp.Status/100 != 2 || err != nil {
+		return "", resp
+	}
+	if s, ok := m["status"].(string); ok && id != "" {
 		f.reads[id] = append(f.reads[id], s)
 	}
-	return id
+	return id, resp
 }
 
 // get reads the task once and records its status.

@@ -27,30 +27,32 @@ var _ = Describe("Outcomes", func() {
 		}
 	})
 
-	Context("driven by the scenario contract", func() {
-		BeforeEach(skipWithoutScenarios)
+	It("gives a FAILED task only FAILED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id := f.failedTask(ctx, []any{map[string]any{"op": "fail", "code": "conform_failure"}})
+		task, _ := f.get(ctx, id)
+		f.verifyOutcomes(ctx, id, check.Failed, task)
+	})
 
-		It("gives a FAILED task only FAILED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
-			f := newFlow(ctx)
-			id := f.submit(ctx, []any{map[string]any{"op": "fail", "code": "conform_failure"}})
-			f.driveTo(ctx, id, check.Failed)
-			task, _ := f.get(ctx, id)
-			f.verifyOutcomes(ctx, id, check.Failed, task)
-		})
-
-		It("gives a CANCELED task only CANCELED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
-			f := newFlow(ctx)
+	It("gives a CANCELED task only CANCELED outcomes", suite.Req("CORE-OUT-001"), func(ctx SpecContext) {
+		f := newFlow(ctx)
+		id, why := f.cancelPlain(ctx, false)
+		if id != "" {
+			fromRun("task "+id+" (CANCELED)", "a plain task of the spec, canceled right after its submit while it ran")
+		} else {
+			needHook(why, suite.RemedyRunning)
 			// Work far longer than the spec runs, so only the cancel ends it.
-			id := f.submit(ctx, workThenComplete(60000))
+			id = f.submit(ctx, workThenComplete(60000))
+			fromHook("task "+id, "a task in a long work step, canceled once WORKING")
 			f.driveTo(ctx, id, check.Working)
 			f.cancel(ctx, id)
-			final, task := f.awaitTerminal(ctx, id)
-			if final != check.Canceled {
-				suite.Unverified("the cancel did not end the task within the task timeout (read "+final+"); the cancellation specs judge that",
-					"fix task cancellation (see CORE-CANCEL-001)")
-			}
-			f.verifyOutcomes(ctx, id, final, task)
-		})
+		}
+		final, task := f.awaitTerminal(ctx, id)
+		if final != check.Canceled {
+			suite.Unverified("the cancel did not end the task within the task timeout (read "+final+"); the cancellation specs judge that",
+				"fix task cancellation (see CORE-CANCEL-001)")
+		}
+		f.verifyOutcomes(ctx, id, final, task)
 	})
 })
 

@@ -74,6 +74,37 @@ var _ = Describe("Pagination", func() {
 		}
 	})
 
+	// docs/interpretations.md#order-independent-lists: each list holds at
+	// least two items this spec made, and is read one item a page, so its
+	// cursor is followed in every run, whatever earlier specs left behind.
+	It("follows next_cursor one item a page on the Core lists, each holding items the spec made", suite.Req("CORE-PAGE-002", "CORE-PAGE-003"), func(ctx SpecContext) {
+		sess, tasks := pagedSession(ctx, "CORE-PAGE-003", 2)
+		base := "/v1/sessions/" + client.Seg(sess)
+		var msgs []string
+		for i := range 2 {
+			resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: base + "/messages", Body: map[string]any{"message": textMessage("user", fmt.Sprintf("page message %d", i))}}, "CORE-PAGE-003")
+			msgs = append(msgs, idOf(succeeded(reqAppend, resp)))
+		}
+		other := sessionID(ctx, "CORE-PAGE-003")
+		for _, l := range []struct {
+			path     string
+			q        url.Values
+			want     []string
+			maxPages int // a list the spec does not own is read two pages deep
+		}{
+			{base + "/messages", nil, msgs, 20},
+			{"/v1/tasks", url.Values{"session_id": {sess}}, tasks, 20},
+			{"/v1/sessions", nil, []string{sess, other}, 2},
+		} {
+			p := suite.Paginate(ctx, l.path, l.q, "cursor", 1, l.maxPages, l.want, "CORE-PAGE-003")
+			if !suite.Check(reqListShape, p.Read) {
+				continue
+			}
+			suite.Check("CORE-PAGE-002", p.Limit)
+			suite.Check("CORE-PAGE-003", p.Walk)
+		}
+	})
+
 	It("visits every item exactly once when following next_cursor", suite.Req("CORE-PAGE-003"), func(ctx SpecContext) {
 		sess, ids := pagedSession(ctx, "CORE-PAGE-003", 5)
 		path := "/v1/sessions/" + client.Seg(sess) + "/tasks"

@@ -215,26 +215,37 @@ func textMessage(role, text string) map[string]any {
 
 func idOf(m map[string]any) string { id, _ := m["id"].(string); return id }
 
-// awaitTerminal polls a Task until it is COMPLETED, FAILED or CANCELED, or
-// the task timeout passes (req's failure then).
+// awaitTerminal polls a Task until it is COMPLETED, FAILED or CANCELED;
+// if the task timeout passes first, the spec is unverified (the target's
+// agent did not finish: nothing to judge).
 func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, map[string]any) {
 	GinkgoHelper()
-	limit := suite.Env().Config.Timeouts.Task
-	deadline := time.Now().Add(limit)
+	resp, m, ended := awaitEnd(ctx, req, taskID)
+	if !ended {
+		suite.Unverified(fmt.Sprintf("%s: task %s is still %v after --task-timeout %s", resp, taskID, m["status"], suite.Env().Config.Timeouts.Task), suite.RemedyAgentEnds)
+	}
+	return resp, m
+}
+
+// awaitEnd polls a Task until it is COMPLETED, FAILED or CANCELED, or the
+// task timeout passes (ended false, with the last read). A read that fails
+// is req's failure.
+func awaitEnd(ctx context.Context, req, taskID string) (resp *client.Response, task map[string]any, ended bool) {
+	GinkgoHelper()
+	deadline := time.Now().Add(suite.Env().Config.Timeouts.Task)
 	var pace suite.Pace
 	for {
 		resp, m := readObject(ctx, req, "/v1/tasks/"+client.Seg(taskID), nil)
 		st, _ := m["status"].(string)
 		if check.Terminal(st) {
-			return resp, m
+			return resp, m, true
 		}
 		if !check.KnownStatus(st) {
 			// No wait can end on a value outside the closed enum.
 			suite.Must("CORE-READ-004", fmt.Errorf("%s: task status is %s, want one of the seven upper-case lifecycle states", resp, quote(m["status"])))
 		}
 		if time.Now().After(deadline) {
-			// The target's agent did not finish: nothing to judge here.
-			suite.Unverified(fmt.Sprintf("%s: task %s is still %v after --task-timeout %s", resp, taskID, m["status"], limit), suite.RemedyAgentEnds)
+			return resp, m, false
 		}
 		if !pace.Wait(ctx) {
 			suite.Must(req, fmt.Errorf("waiting for task %s: %w", taskID, ctx.Err()))
@@ -243,14 +254,19 @@ func awaitTerminal(ctx context.Context, req, taskID string) (*client.Response, m
 }
 
 // listAll follows next_cursor from the first page of path and returns every
-// item. It stops after maxPages so a target that never ends its list cannot
+// item. It stops after 50 pages so a target that never ends its list cannot
 // hang the spec; complete says whether the list ended. A page that is not
 // a 200 is req's failure, one that is no list envelope CORE-PAGE-001's;
 // either way the spec goes on with readable false (and complete false),
 // and the caller says what the list's failure blocked (suite.Blocked).
 func listAll(ctx context.Context, req, path string, query url.Values) (items []map[string]any, complete, readable bool) {
 	GinkgoHelper()
-	const maxPages = 50
+	return listPages(ctx, req, path, query, 50)
+}
+
+// listPages is listAll reading at most maxPages pages.
+func listPages(ctx context.Context, req, path string, query url.Values, maxPages int) (items []map[string]any, complete, readable bool) {
+	GinkgoHelper()
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
@@ -468,45 +484,3 @@ var _ = Describe("Resource reads", func() {
 		}
 	})
 })
-
-// artifactFor makes an Artifact exist and returns its id: through the
-// scenario contract when the target implements it (an artifact step), else
-// by registering one (an Extended operation, accepted with 200 or 201). A
-// target with neither cannot show an Artifact to a black-box client; the
-// spec is skipped with that reason.
-func artifactFor(ctx context.Context, req string) (string, url.Values) {
-	GinkgoHelper()
-	if suite.Env().Discovery.Scenarios() != "" {
-		sess := sessionID(ctx, req)
-		body := echoTask("make an artifact")
-		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": []any{
-			map[string]any{"op": "artifact", "kind": "log", "mime_type": "text/plain", "content": "conform artifact", "name": "conform.log"},
-			map[string]any{"op": "complete", "summary": "artifact made"},
-		}}}
-		sub := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: body}, req)
-		id := idOf(succeeded(reqSubmit, sub))
-		awaitTerminal(ctx, req, id)
-		filter := url.Values{"task_id": {id}}
-		items, _, listed := listAll(ctx, req, "/v1/artifacts", filter)
-		if !listed {
-			// No list, no artifact to read: nothing else can run.
-			suite.Stop(req, reqListShape)
-		}
-		for _, a := range items {
-			if a["task_id"] == id {
-				return idOf(a), filter
-			}
-		}
-		suite.Must(req, fmt.Errorf("task %s ran an artifact step but GET /v1/artifacts lists no artifact with its task_id", id))
-	}
-	resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/artifacts",
-		Body: map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public", "uri": nil}}, req)
-	if resp.Status == http.StatusOK || resp.Status == http.StatusCreated {
-		if m, err := resp.Object(); err == nil && idOf(m) != "" {
-			return idOf(m), url.Values{}
-		}
-	}
-	suite.Unverified(fmt.Sprintf("no Artifact to read: the target implements no scenario contract and %s", resp),
-		"implement the conform.scenarios hook (its artifact step, docs/scenarios.md) or artifact registration (POST /v1/artifacts)")
-	return "", nil
-}

@@ -56,6 +56,11 @@ var _ = Describe("Branches", func() {
 		if items, ok := xList(ctx, reqBranch, "/v1/sessions/"+client.Seg(sess)+"/branches", nil); ok && !slices.Contains(xIDs(items), id) {
 			suite.Check(reqBranch, fmt.Errorf("GET /v1/sessions/%s/branches: the Branch %s just created on the session is on no page of the list (%d listed)", sess, id, len(items)))
 		}
+		// A second Branch: the session's list holds two, read one a page
+		// to its end.
+		second := xSetup(ctx, "creating a second Branch (POST /v1/sessions/{id}/branches)", reqBranch, client.Request{Method: http.MethodPost,
+			Path: "/v1/sessions/" + client.Seg(sess) + "/branches", Body: map[string]any{"kind": "session", "base_ref": suite.Key("conform-base")}})
+		xPaged(ctx, reqBranch, "/v1/sessions/"+client.Seg(sess)+"/branches", nil, []string{id, xID(second)}, 20)
 		read := suite.Do(ctx, client.Request{Path: "/v1/branches/" + client.Seg(id)}, reqBranch)
 		if suite.Check(reqBranch, check.Status(read, http.StatusOK)) {
 			got, err := read.Object()

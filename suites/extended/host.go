@@ -74,15 +74,27 @@ func xDecision(d string) map[string]any {
 }
 
 // permissionRequests lists task id's permission requests: offered is
-// false when the target does not offer the operation.
-func permissionRequests(ctx context.Context, id string) (items []map[string]any, offered bool) {
+// false when the target does not offer the operation, read false when it
+// does but the list could not be read (the failure is recorded).
+func permissionRequests(ctx context.Context, id string) (items []map[string]any, offered, read bool) {
 	GinkgoHelper()
-	resp := suite.Do(ctx, client.Request{Path: fmt.Sprintf(permTaskList, client.Seg(id))}, reqHost)
-	if !xOffered(resp) {
-		return nil, false
+	r := client.Request{Path: fmt.Sprintf(permTaskList, client.Seg(id))}
+	resp := suite.Do(ctx, r, reqHost)
+	if check.UnofferedStatus(resp.Status) {
+		// docs/interpretations.md#offered-by-evidence: the other list of
+		// the same requests may show the operation is offered.
+		o := suite.Offering{Request: r, Answer: resp, Known: []string{"task " + id + " (just submitted)"}}
+		all := suite.Do(ctx, client.Request{Path: "/v1/permission-requests", Query: url.Values{"task_id": {id}}}, reqHost)
+		if p, err := check.ListPage(all); err == nil && all.Status == http.StatusOK && pendingOf(p.Items, id) != nil {
+			o.Shown = []string{fmt.Sprintf("%s lists the task's request %s", all, xID(pendingOf(p.Items, id)))}
+		}
+		if ok, _ := xOffered(ctx, reqHost, o); !ok {
+			return nil, false, false
+		}
+		return nil, true, false // refused, and its failure recorded
 	}
-	items, _ = xList(ctx, reqHost, fmt.Sprintf(permTaskList, client.Seg(id)), nil)
-	return items, true
+	items, read = xList(ctx, reqHost, fmt.Sprintf(permTaskList, client.Seg(id)), nil)
+	return items, true, read
 }
 
 // pendingOf is the first pending request of items naming task id.
@@ -125,7 +137,11 @@ var _ = Describe("Host-mediated input and authorization", func() {
 		if k := xKinds(xEvents(ctx, au)); k["task.auth_required"] == 0 {
 			suite.Check(reqHost, fmt.Errorf("task %s is AUTH_REQUIRED without a task.auth_required event (events %v)", au, k))
 		}
-		items, offered := permissionRequests(ctx, au)
+		items, offered, read := permissionRequests(ctx, au)
+		if offered && !read {
+			xTaskInput(ctx, au, "tool_confirmation", xDecision("approve"), reqHost) // let it finish
+			return
+		}
 		if !offered {
 			suite.Note(reqHost + ": the target does not offer GET /v1/tasks/{id}/permission-requests; the authorization is answered by a tool_confirmation message")
 			resp := xTaskInput(ctx, au, "tool_confirmation", xDecision("approve"), reqHost)
@@ -152,7 +168,7 @@ var _ = Describe("Host-mediated input and authorization", func() {
 			suite.Check(reqHost, fmt.Errorf("%s: answered permission request %q with status %v, want %s approved", resp, xID(got), got["status"], xID(pr)))
 		}
 		host1Back(ctx, au, check.AuthRequired, "an approving permission request response (POST /v1/permission-requests/{id}/respond)")
-		if after, ok := permissionRequests(ctx, au); ok {
+		if after, _, ok := permissionRequests(ctx, au); ok {
 			for _, it := range after {
 				if xID(it) == xID(pr) && xStr(it, "status") != "approved" {
 					suite.Check(reqHost, fmt.Errorf("permission request %s reads status %v after it was approved", xID(pr), it["status"]))
@@ -258,9 +274,13 @@ var _ = Describe("Idempotency of permission request answers", func() {
 		if m, ok := xAwaitStatus(ctx, id, check.AuthRequired); !ok {
 			suite.Unverified(fmt.Sprintf("task %s with an auth_required step is %v, not AUTH_REQUIRED", id, m["status"]), "run the auth_required step as docs/scenarios.md says")
 		}
-		resp := suite.Do(ctx, client.Request{Path: fmt.Sprintf(permTaskList, client.Seg(id))}, reqApprovalIdem)
-		if !xOffered(resp) {
-			suite.NotApplicableTo(reqApprovalIdem, fmt.Sprintf("%s: the target does not offer the permission request operations, so there is no response to retry", resp))
+		list := client.Request{Path: fmt.Sprintf(permTaskList, client.Seg(id))}
+		resp := suite.Do(ctx, list, reqApprovalIdem)
+		switch why, err := suite.Unoffered(ctx, suite.Offering{Request: list, Answer: resp, Known: []string{"task " + id + " (just submitted)"}}, reqApprovalIdem); {
+		case err != nil:
+			xPrereq("listing the task's permission requests (GET /v1/tasks/{id}/permission-requests)", resp, reqHost)
+		case why != "":
+			suite.NotApplicableTo(reqApprovalIdem, why+", so there is no permission request response to retry")
 			return
 		}
 		p, err := check.ListPage(resp)

@@ -44,6 +44,10 @@ var _ = Describe("Memories", func() {
 		if suite.Check(reqMemory, err) && !slices.Contains(ids(items), id) {
 			suite.Check(reqMemory, fmt.Errorf("GET /v1/memories?workspace_id=%s does not list memory %s, created in that workspace (listed: %v)", ws, id, ids(items)))
 		}
+		// A second memory of the workspace: its list, read one a page,
+		// holds two of the spec's in every run.
+		second, _ := createMemory(ctx, "workspace", ws, "conform memory "+suite.Key("mem"), reqMemory)
+		xPaged(ctx, reqMemory, "/v1/memories", url.Values{"workspace_id": {ws}}, []string{id, second}, 50)
 		del := suite.Do(ctx, client.Request{Method: http.MethodDelete, Path: "/v1/memories/" + client.Seg(id), IdempotencyKey: suite.Key("mem-del")}, reqMemory)
 		if !suite.Check(reqMemory, check.Status(del, http.StatusNoContent)) {
 			return

@@ -188,7 +188,7 @@ func parOpenSSE(ctx context.Context, _ *parityRun, path string, f *pFeed) client
 // broken feed.
 func parOpenWS(ctx context.Context, r *parityRun, path string, f *pFeed) client.Feed {
 	GinkgoHelper()
-	if err := wsSilent(); err != nil {
+	if err := wsReadyBreaker.Open(); err != nil {
 		f.broken = fmt.Errorf("the advertised websocket transport: not opened on %s: %w", path, err)
 		return nil
 	}
@@ -536,7 +536,7 @@ func (r *parityRun) sendUserMessage(ctx context.Context, text string) (string, s
 	GinkgoHelper()
 	msg := xText(text)
 	if r.wsSess != nil {
-		f, err := r.wsSess.Command(ctx, suite.Env().Config.Timeouts.Stream, map[string]any{"type": ws.TypeUserMessage, "session_id": r.sess, "message": msg})
+		f, err := wsCommand(ctx, r.wsSess, map[string]any{"type": ws.TypeUserMessage, "session_id": r.sess, "message": msg})
 		if err == nil && f.Type == ws.TypeResult {
 			if id := xID(f.Member("result")); id != "" {
 				return id, "websocket"
@@ -571,7 +571,7 @@ func (r *parityRun) answerInput(ctx context.Context, text string) string {
 		d := suite.Env().Config.Timeouts.Stream
 		req, err := r.wsTask.Await(ctx, d, 0, func(f ws.Frame) bool { return f.Type == ws.TypeInputRequest && f.Str("task_id") == r.task })
 		if err == nil {
-			f, err := r.wsTask.Command(ctx, d, map[string]any{"type": ws.TypeInputResponse, "request_id": req.Str("request_id"), "task_id": r.task, "message": msg})
+			f, err := wsCommand(ctx, r.wsTask, map[string]any{"type": ws.TypeInputResponse, "request_id": req.Str("request_id"), "task_id": r.task, "message": msg})
 			if err == nil && f.Type == ws.TypeResult {
 				return "websocket"
 			}

@@ -128,6 +128,11 @@ var _ = Describe("Personas", func() {
 		if items, ok := xList(ctx, reqPersona, "/v1/personas", nil); ok && !slices.Contains(xIDs(items), id) {
 			suite.Check(reqPersona, fmt.Errorf("GET /v1/personas: the Persona %s just created is on no page of the list (%d listed)", id, len(items)))
 		}
+		// A second Persona: the list holds two of the spec's, so its cursor
+		// is followed in every run.
+		second := xSetup(ctx, "creating a second Persona (POST /v1/personas)", reqPersona, client.Request{Method: http.MethodPost, Path: "/v1/personas",
+			Body: personaBody(suite.Key("conform-persona"), nil)})
+		xPaged(ctx, reqPersona, "/v1/personas", nil, []string{id, xID(second)}, 2)
 		// PATCH: the answer and every later read show the change.
 		patch := map[string]any{"description": "patched " + name, "receipt_policy": "required"}
 		pr := suite.Do(ctx, client.Request{Method: http.MethodPatch, Path: path, Body: patch}, reqPersona)

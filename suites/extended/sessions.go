@@ -45,18 +45,30 @@ func texts(ms []map[string]any) []string {
 }
 
 // truncate asks for a walk-back of sess to its first keep turns. offered
-// is false when the target does not offer truncation (the route is
-// unknown, 405 or 501, and the session still reads).
-func truncate(ctx context.Context, req, sess string, keep int, key string) (resp *client.Response, offered bool) {
+// is false when the target does not offer truncation, by evidence
+// (docs/interpretations.md#offered-by-evidence): a refusal (404, 405, 501)
+// answered as a route that cannot exist is, while the session still
+// reads. A refusal the evidence contradicts (a 404 about the session the
+// spec has just written to, where a made-up route is answered otherwise;
+// or any refusal while the WebSocket truncate_session of the same session
+// works) is err, a failure of EXT-SESSION-003.
+func truncate(ctx context.Context, req, sess string, keep int, key string) (resp *client.Response, offered bool, err error) {
 	GinkgoHelper()
-	resp = suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/truncate",
-		Body: map[string]any{"keep_first": keep, "reason": "conform walk-back probe"}, IdempotencyKey: key}, req)
-	if xOffered(resp) {
-		return resp, true
+	r := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/truncate",
+		Body: map[string]any{"keep_first": keep, "reason": "conform walk-back probe"}, IdempotencyKey: key}
+	resp = suite.Do(ctx, r, req)
+	if !check.UnofferedStatus(resp.Status) {
+		return resp, true, nil
 	}
-	// A 404 for the session itself would be a lost session, not a missing operation.
+	// A session that no longer reads is a lost session (Core's to judge),
+	// not a missing operation.
 	xRead(ctx, "reading the Session (GET /v1/sessions/{id})", "CORE-READ-005", "/v1/sessions/"+client.Seg(sess), nil)
-	return resp, false
+	o := suite.Offering{Request: r, Answer: resp, Known: []string{"session " + sess + " (its messages were just appended)"}}
+	if shown := wsTruncateShown(ctx, sess, keep); shown != "" {
+		o.Shown = []string{shown}
+	}
+	why, err := suite.Unoffered(ctx, o, req)
+	return resp, why == "", err
 }
 
 // judgeTruncate checks a truncate answer: a session.truncate_result of the
@@ -104,7 +116,8 @@ var _ = Describe("Session transcripts", func() {
 	It("truncates a Session in place to its first N turns when it offers walk-back", suite.Req(reqTruncate), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		sent := xAppend(ctx, sess, 4, "turn")
-		resp, offered := truncate(ctx, reqTruncate, sess, 2, "")
+		resp, offered, err := truncate(ctx, reqTruncate, sess, 2, "")
+		suite.Must(reqTruncate, err)
 		if !offered {
 			suite.NotApplicableTo(reqTruncate, fmt.Sprintf("%s: the target does not offer transcript walk-back (the spec requires truncate of servers that support it)", resp))
 			return
@@ -133,7 +146,10 @@ var _ = Describe("Session transcripts", func() {
 		}
 		suite.Should(reqForkKeeps, forkLinked(ctx, sess, fork))
 		// Walk the parent back to its first turn.
-		tr, offered := truncate(ctx, reqForkKeeps, sess, 1, "")
+		tr, offered, err := truncate(ctx, reqForkKeeps, sess, 1, "")
+		if err != nil {
+			suite.Unverified(fmt.Sprintf("the parent could not be truncated: %v", err), "make POST /v1/sessions/{id}/truncate work (EXT-SESSION-003)")
+		}
 		if !offered {
 			suite.NotApplicableTo(reqForkKeeps, fmt.Sprintf("%s: the target does not offer truncate, so there is nothing to recover from", tr))
 			return

@@ -39,6 +39,13 @@ type refusal struct {
 	only, noEvents bool
 	// details names a member the error's details must carry.
 	details string
+	// deadline: the refusal comes at a deadline the profile sets (the
+	// auth frame's 10 s), not in answer to anything the suite sent: its
+	// silence says nothing of other refusals and feeds no breaker.
+	deadline bool
+	// command: the refused thing is a command frame (resume), so its
+	// answer is a command's (wsCommandBreaker).
+	command bool
 	// secret is a credential the suite sent, which no answer may echo.
 	secret string
 }
@@ -90,21 +97,31 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 	forbidden := func(f ws.Frame) bool {
 		return (r.only && f.Type != "error") || (r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")))
 	}
-	if err := wsSilent(); err != nil && s.Len() == after {
-		// Nothing came yet, and the target's WebSocket is known to say
-		// nothing: not waited on again.
-		return fmt.Errorf("%s: no frame, not waited for (%v); want %s", what, err, r.want())
+	// Nothing came yet, and the target's WebSocket is known to say nothing
+	// to an authenticated session, or to refusals like this one: not
+	// waited on again (docs/interpretations.md#fail-fast).
+	breaker := wsRefusalBreaker(r.code)
+	if r.command {
+		breaker = wsCommandBreaker
+	}
+	for _, b := range []*suite.Breaker{wsReadyBreaker, breaker} {
+		if err := b.Open(); err != nil && s.Len() == after {
+			return fmt.Errorf("%s: no frame, none waited for (%v); want %s", what, err, r.want())
+		}
 	}
 	end := &client.WaitError{Transport: client.TransportWebSocket, Path: s.Path, Waited: wait}
 	if _, err := s.Await(ctx, wait, after, forbidden); err != nil {
 		var we *client.WaitError
 		if errors.As(err, &we) {
 			end = we
-			if we.Timeout() && s.Len() == after {
-				why := fmt.Sprintf("an earlier connection (GET %s) got no frame at all within %s of %s", s.Path, wait, what)
-				wsSilence.CompareAndSwap(nil, &why)
-			}
 		}
+	}
+	switch {
+	case r.deadline:
+	case end.Timeout() && s.Len() == after:
+		breaker.Timeout(fmt.Sprintf("%s: no frame within %s", what, wait))
+	default:
+		breaker.Answered()
 	}
 	var errFrame *ws.Frame
 	var bad []string
@@ -189,6 +206,47 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		}
 	})
 
+	It("serves an upgrade that offers no subprotocol as harn-ws.v1, as a browser's new WebSocket(url) and the upstream TypeScript SDK send it", suite.Req(reqWSNoSub), func(ctx SpecContext) {
+		wsAllowed()
+		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
+		task := xSubmit(ctx, sess, nil)
+		var probs []string
+		for _, c := range []struct {
+			path string
+			way  ws.Way
+		}{{taskStream(task), ws.ByAuthFrame}, {sessionStream(sess), ws.ByAuthFrame}, {sessionStream(sess), ws.ByHeaders}} {
+			l, err := wsConnect(ctx, client.WSDial{Path: c.path, Way: c.way, NoSubprotocol: true})
+			if err != nil {
+				// The same upgrade offering harn-ws.v1: when that fails
+				// too, the profile is not served at all (EXT-WS-001's).
+				if l2, oerr := wsConnect(ctx, client.WSDial{Path: c.path, Way: c.way}); oerr != nil {
+					suite.Unverified(fmt.Sprintf("GET %s (%s) offering harn-ws.v1 did not open either: %v", c.path, c.way, oerr), remedyWS)
+				} else {
+					l2.Close()
+				}
+				probs = append(probs, fmt.Sprintf("GET %s (%s) offering no subprotocol: %v", c.path, c.way, err))
+				continue
+			}
+			if c.path == sessionStream(sess) && c.way == ws.ByAuthFrame {
+				// A step of a client journey: the SDK's user sends a message.
+				f, why := l.command(ctx, map[string]any{"type": "user_message", "session_id": sess, "message": xText("conform: a message over a session opened without a subprotocol")})
+				if why == "" {
+					_, err := resultOf(f, "user_message", http.StatusCreated)
+					if err != nil {
+						why = err.Error()
+					}
+				}
+				if why != "" {
+					probs = append(probs, fmt.Sprintf("GET %s (%s) offering no subprotocol: %s", c.path, c.way, why))
+				}
+			}
+			l.Close()
+		}
+		if len(probs) > 0 {
+			suite.Should(reqWSNoSub, fmt.Errorf("%s; an upgrade that offers no subprotocol is what a browser's new WebSocket(url) and the upstream TypeScript SDK's connectTaskEventsWebSocket send: serve it as harn-ws.v1, selecting no subprotocol (docs/websocket.md section 1.2)", strings.Join(probs, "; ")))
+		}
+	})
+
 	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), func(ctx SpecContext) {
 		wsAllowed()
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
@@ -226,7 +284,9 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		if silent != nil {
 			// Section 1.3: 10 s for the auth frame, then 401 and 4401.
 			wait := time.Until(silentAt.Add(10*time.Second + wsStream()))
-			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, withFrame(unauth), 0, max(wait, time.Second)))
+			atDeadline := withFrame(unauth)
+			atDeadline.deadline = true
+			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, atDeadline, 0, max(wait, time.Second)))
 		}
 	})
 

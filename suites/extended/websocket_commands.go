@@ -57,6 +57,29 @@ func cancelAtEnd(ctx context.Context, id string) {
 	})
 }
 
+// wsTruncateShown truncates sess to its first keep turns over the
+// WebSocket profile, with no verdict: where that works (a result frame
+// with status 200), it says so, as evidence that the target offers
+// transcript walk-back (docs/interpretations.md#offered-by-evidence); ""
+// when the suite may not open a WebSocket, none opens, or the command did
+// not work (the WebSocket specs judge those).
+func wsTruncateShown(ctx context.Context, sess string, keep int) string {
+	GinkgoHelper()
+	if wsBlocked() != "" {
+		return ""
+	}
+	l, err := wsConnect(ctx, client.WSDial{Path: sessionStream(sess), Way: ws.ByHeaders})
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	f, why := l.command(ctx, map[string]any{"type": "truncate_session", "session_id": sess, "keep_first": keep, "reason": "conform: is walk-back offered?"})
+	if why != "" || f.Type != ws.TypeResult || f.Status() != http.StatusOK {
+		return ""
+	}
+	return fmt.Sprintf("the WebSocket truncate_session of the same session (on GET %s) answered a result with status 200", l.Path)
+}
+
 var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 	It("appends a user_message frame to the Session: a 201 result with the Message, listed by the message list and announced by an event", suite.Req(reqWSMessage), func(ctx SpecContext) {
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))

@@ -350,7 +350,9 @@ var _ = Describe("WebSocket resume (harn-ws.v1)", func() {
 		if err := o.Send(ctx, map[string]any{"type": "resume", "id": o.NewID(), "last_event_id": bad}); err != nil {
 			suite.Transport(err)
 		}
-		suite.Check(reqWSResume, judgeRefused(ctx, "a resume frame naming last_event_id "+bad+" (unknown)", o.WSSession, nil, nil, withFrame(expired), at, wsStream()))
+		byFrame := withFrame(expired)
+		byFrame.command = true
+		suite.Check(reqWSResume, judgeRefused(ctx, "a resume frame naming last_event_id "+bad+" (unknown)", o.WSSession, nil, nil, byFrame, at, wsStream()))
 
 		// A connection dropped while a task runs: events happen while the
 		// client is away and after it is back.

@@ -494,30 +494,45 @@ func upgrades(ctx context.Context, path string) error {
 
 // ---- local-server routes ----
 
-// localRead is one read of the local server's routes.
+// localRead is one read of the local server's routes: known names what
+// its path names that the spec has just read, listed or written, shown
+// where the route is shown to be served (docs/interpretations.md#offered-by-evidence).
 type localRead struct {
-	op, path string
-	public   bool
-	q        url.Values
+	op, path     string
+	public       bool
+	q            url.Values
+	known, shown []string
 }
 
 var _ = Describe("Local-server routes", func() {
 	It("answers the local-server routes it serves with the documented status and shape", suite.Req(reqLocal), func(ctx SpecContext) {
 		served, absent := []string{}, []string{}
+		// offered decides by evidence whether the route is served; a
+		// refusal the evidence contradicts is recorded as reqLocal's
+		// failure, and the answer is then not judged again.
+		offered := func(op string, o suite.Offering) bool {
+			ok, why := xOffered(ctx, reqLocal, o)
+			if !ok {
+				absent = append(absent, fmt.Sprintf("%s (%s)", op, why))
+				return false
+			}
+			served = append(served, op)
+			return !check.UnofferedStatus(o.Answer.Status)
+		}
 		read := func(r localRead) *client.Response {
-			resp := suite.Do(ctx, client.Request{Path: r.path, Query: r.q, NoAuth: r.public, NoVersion: r.public}, reqLocal)
-			if !xOffered(resp) {
-				absent = append(absent, fmt.Sprintf("%s (%d)", r.op, resp.Status))
+			req := client.Request{Path: r.path, Query: r.q, NoAuth: r.public, NoVersion: r.public}
+			resp := suite.Do(ctx, req, reqLocal)
+			if !offered(r.op, suite.Offering{Request: req, Answer: resp, Known: r.known, Shown: r.shown}) {
 				return nil
 			}
-			served = append(served, r.op)
 			suite.Check(reqLocal, check.Status(resp, http.StatusOK))
 			return resp
 		}
-		for _, r := range []localRead{{"getHealth", "/health", true, nil}, {"getVersion", "/version", true, nil}, {"getRuntime", "/v1/runtime", false, nil}, {"listCapabilities", "/v1/capabilities", false, nil}} {
+		for _, r := range []localRead{{op: "getHealth", path: "/health", public: true}, {op: "getVersion", path: "/version", public: true},
+			{op: "getRuntime", path: "/v1/runtime"}, {op: "listCapabilities", path: "/v1/capabilities"}} {
 			read(r)
 		}
-		if resp := read(localRead{"getOpenApiDocument", "/openapi.json", true, nil}); resp != nil && resp.Status == http.StatusOK {
+		if resp := read(localRead{op: "getOpenApiDocument", path: "/openapi.json", public: true}); resp != nil && resp.Status == http.StatusOK {
 			var doc struct {
 				OpenAPI string         `json:"openapi"`
 				Paths   map[string]any `json:"paths"`
@@ -526,10 +541,11 @@ var _ = Describe("Local-server routes", func() {
 				suite.Check(reqLocal, fmt.Errorf("%s: want an OpenAPI 3.x document of the protocol (openapi 3.x, paths naming /v1/tasks): openapi %q, %d paths, %v", resp, doc.OpenAPI, len(doc.Paths), err))
 			}
 		}
-		if resp := read(localRead{"listTools", "/v1/tools", false, nil}); resp != nil && resp.Status == http.StatusOK {
+		if resp := read(localRead{op: "listTools", path: "/v1/tools"}); resp != nil && resp.Status == http.StatusOK {
 			if p, err := check.ListPage(resp); suite.Check(reqLocal, err) && len(p.Items) > 0 {
 				id := xID(p.Items[0])
-				if got := read(localRead{"getTool", "/v1/tools/" + client.Seg(id), false, nil}); got != nil {
+				listed := fmt.Sprintf("%s lists tool %q", resp, id)
+				if got := read(localRead{op: "getTool", path: "/v1/tools/" + client.Seg(id), known: []string{"tool " + id}, shown: []string{listed}}); got != nil {
 					if m, err := got.Object(); suite.Check(reqLocal, err) && xID(m) != id {
 						suite.Check(reqLocal, fmt.Errorf("%s: answered tool %q, want %q (listed by GET /v1/tools)", got, xID(m), id))
 					}
@@ -539,18 +555,15 @@ var _ = Describe("Local-server routes", func() {
 		ws := xWorkspace(ctx)
 		files := "/v1/workspaces/" + client.Seg(ws) + "/files"
 		name, content := suite.Key("conform-file")+".txt", "conform local file "+suite.Env().RunID
-		put := suite.Do(ctx, client.Request{Method: http.MethodPut, Path: files, Query: url.Values{"path": {name}}, Body: map[string]any{"content": content}, IdempotencyKey: suite.Key("conform-file")}, reqLocal)
-		if xOffered(put) {
-			served = append(served, "writeWorkspaceFile")
-			if suite.Check(reqLocal, check.Status(put, http.StatusOK)) {
-				if got := read(localRead{"readWorkspaceFile", files, false, url.Values{"path": {name}}}); got != nil {
-					if m, err := got.Object(); suite.Check(reqLocal, err) && (m["content"] != content || xStr(m, "path") != name) {
-						suite.Check(reqLocal, fmt.Errorf("%s: the file just written reads path %v, content %q, want %s and %q", got, m["path"], m["content"], name, content))
-					}
+		write := client.Request{Method: http.MethodPut, Path: files, Query: url.Values{"path": {name}}, Body: map[string]any{"content": content}, IdempotencyKey: suite.Key("conform-file")}
+		put := suite.Do(ctx, write, reqLocal)
+		if offered("writeWorkspaceFile", suite.Offering{Request: write, Answer: put, Known: []string{"workspace " + ws}}) && suite.Check(reqLocal, check.Status(put, http.StatusOK)) {
+			wrote := fmt.Sprintf("%s wrote the file %s", put, name)
+			if got := read(localRead{op: "readWorkspaceFile", path: files, q: url.Values{"path": {name}}, known: []string{"workspace " + ws, "file " + name + " (just written)"}, shown: []string{wrote}}); got != nil {
+				if m, err := got.Object(); suite.Check(reqLocal, err) && (m["content"] != content || xStr(m, "path") != name) {
+					suite.Check(reqLocal, fmt.Errorf("%s: the file just written reads path %v, content %q, want %s and %q", got, m["path"], m["content"], name, content))
 				}
 			}
-		} else {
-			absent = append(absent, fmt.Sprintf("writeWorkspaceFile (%d)", put.Status))
 		}
 		if len(absent) > 0 {
 			suite.Note(fmt.Sprintf("%s: not offered: %s", reqLocal, strings.Join(absent, "; ")))

@@ -74,6 +74,12 @@ var _ = Describe("Workspaces", func() {
 		if items, ok := xList(ctx, reqWorkspace, "/v1/workspaces", nil); ok && !slices.Contains(xIDs(items), id) {
 			suite.Check(reqWorkspace, fmt.Errorf("GET /v1/workspaces: the Workspace %s just created is on no page of the list (%d listed)", id, len(items)))
 		}
+		// A second Workspace: the list holds two of the spec's, so its
+		// cursor is followed in every run.
+		key := suite.Key("conform-ws")
+		second := xSetup(ctx, "creating a second Workspace (POST /v1/workspaces)", reqWorkspace, client.Request{Method: http.MethodPost, Path: "/v1/workspaces",
+			Body: map[string]any{"name": key, "root": "conform://" + key}})
+		xPaged(ctx, reqWorkspace, "/v1/workspaces", nil, []string{id, xID(second)}, 2)
 		patch := map[string]any{"name": "renamed " + name}
 		pr := suite.Do(ctx, client.Request{Method: http.MethodPatch, Path: path, Body: patch}, reqWorkspace)
 		if suite.Check(reqWorkspace, check.Status(pr, http.StatusOK)) {

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,6 +46,7 @@ const (
 	reqWSBeat     = "EXT-WS-011" // SHOULD: heartbeats within 30 s
 	reqWSReplayed = "EXT-WS-012" // replayed marks history, not live frames
 	reqWSIdem     = "EXT-WS-013" // MAY: idempotency keys on commands
+	reqWSNoSub    = "EXT-WS-014" // SHOULD: an upgrade offering no subprotocol is harn-ws.v1
 )
 
 // remedyWS is the remedy of a spec whose WebSocket session did not open.
@@ -126,37 +127,45 @@ func wsAttempt(ctx context.Context, d client.WSDial) (*client.WSSession, *client
 	return s, resp, err
 }
 
-// wsSilence remembers a session that got no frame at all within
-// --stream-timeout of its upgrade, with the connection still open: the
-// target's WebSocket transport upgrades and then says nothing. Later
-// sessions of the run fail at once, naming it, instead of each waiting
-// out the timeout again (a broken server gets its verdict fast; a server
-// merely slow to send ready is still slower than the whole timeout).
-var wsSilence atomic.Pointer[string]
+// Breakers (suite.Breaker, docs/interpretations.md#fail-fast): a feature
+// of the target's WebSocket that times out twice in a row is not waited on
+// again, so a silent server gets its verdict fast; each watches one
+// feature and is consulted only where a requirement depends on it.
+var (
+	// wsReadyBreaker watches the first frame of authenticated sessions:
+	// a transport that upgrades and then says nothing. Refusal probes
+	// (unauthenticated, a bad cursor) never feed it: their silence is
+	// their own requirement's.
+	wsReadyBreaker = suite.NewBreaker("a first frame on an authenticated harn-ws.v1 session", 2)
+	// wsCommandBreaker watches the result or error frames that answer
+	// commands (docs/websocket.md section 4).
+	wsCommandBreaker = suite.NewBreaker("a result or error frame answering a harn-ws.v1 command", 2)
+	// wsRefusalBreakers watch the error frames refusing a connection or
+	// a cursor, one per refusal's error code (so per requirement).
+	wsRefusalBreakers sync.Map // error code → *suite.Breaker
+)
 
-// wsSilent is why the target's WebSocket is taken as silent, or nil.
-func wsSilent() error {
-	if why := wsSilence.Load(); why != nil {
-		return errors.New(*why)
-	}
-	return nil
+// wsRefusalBreaker is the breaker of refusals with error code code.
+func wsRefusalBreaker(code string) *suite.Breaker {
+	b, _ := wsRefusalBreakers.LoadOrStore(code, suite.NewBreaker("an error frame "+code+" refusing a harn-ws.v1 connection or cursor", 2))
+	return b.(*suite.Breaker)
 }
 
 // wsReady waits for the session's first frame and wants it to be ready
 // (naming the auth frame's id when there was one): nil when it is.
 func wsReady(ctx context.Context, s *client.WSSession) (ws.Frame, error) {
-	if err := wsSilent(); err != nil {
+	if err := wsReadyBreaker.Open(); err != nil {
 		return ws.Frame{}, fmt.Errorf("no ready frame waited for: %w", err)
 	}
 	f, err := s.Await(ctx, wsStream(), 0, func(ws.Frame) bool { return true })
 	if err != nil {
 		var we *client.WaitError
 		if errors.As(err, &we) && we.Timeout() {
-			why := fmt.Sprintf("an earlier session (GET %s) got no frame at all within --stream-timeout %s of its upgrade", s.Path, wsStream())
-			wsSilence.CompareAndSwap(nil, &why)
+			wsReadyBreaker.Timeout(fmt.Sprintf("GET %s got no frame at all within --stream-timeout %s of its upgrade", s.Path, wsStream()))
 		}
 		return f, fmt.Errorf("no ready frame: %w (--stream-timeout %s)", err, wsStream())
 	}
+	wsReadyBreaker.Answered()
 	switch {
 	case f.Type == ws.TypeError:
 		return f, fmt.Errorf("the first frame is an error instead of ready: %s", bounded(f.Raw))
@@ -185,8 +194,12 @@ func wsConnect(ctx context.Context, d client.WSDial) (*wsLink, error) {
 	if err != nil {
 		suite.Transport(err)
 	}
-	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != schemas.WSProfile {
-		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.Path, sub, schemas.WSProfile)
+	want := schemas.WSProfile
+	if d.NoSubprotocol {
+		want = "" // RFC 6455 section 4.2.2: none offered, none selected
+	}
+	if sub := s.Response.Header.Get("Sec-WebSocket-Protocol"); sub != want {
+		return nil, fmt.Errorf("GET %s upgraded (101) selecting subprotocol %q, want %q", d.Path, sub, want)
 	}
 	ready, err := wsReady(ctx, s)
 	if err != nil {
@@ -242,10 +255,11 @@ func (l *wsLink) await(ctx context.Context, d time.Duration, after int, what str
 	return f, fmt.Sprintf("no %s frame: %v", what, err)
 }
 
-// command sends a command frame and waits for its result or error.
+// command sends a command frame and waits for its result or error
+// (wsCommand); why says why none came ("" when one did).
 func (l *wsLink) command(ctx context.Context, frame map[string]any) (ws.Frame, string) {
 	GinkgoHelper()
-	f, err := l.Command(ctx, wsStream(), frame)
+	f, err := wsCommand(ctx, l.WSSession, frame)
 	if err == nil {
 		return f, ""
 	}
@@ -257,7 +271,26 @@ func (l *wsLink) command(ctx context.Context, frame map[string]any) (ws.Frame, s
 	if errors.As(err, &we) && we.Timeout() {
 		return f, fmt.Sprintf("the %v command (id %v) got no result or error frame on %s within --stream-timeout (%s)", frame["type"], frame["id"], l.Path, wsStream())
 	}
-	return f, fmt.Sprintf("the %v command (id %v) got no result or error frame: %v", frame["type"], frame["id"], err)
+	return f, fmt.Sprintf("the %v command: %v", frame["type"], err)
+}
+
+// wsCommand sends a command frame on s and waits up to --stream-timeout
+// for its result or error frame. Once commands have gone unanswered twice
+// in a row (wsCommandBreaker), the command is not sent, and the error says
+// so at once.
+func wsCommand(ctx context.Context, s *client.WSSession, frame map[string]any) (ws.Frame, error) {
+	if err := wsCommandBreaker.Open(); err != nil {
+		return ws.Frame{}, fmt.Errorf("not sent, nor its answer waited for: %w", err)
+	}
+	f, err := s.Command(ctx, wsStream(), frame)
+	var we *client.WaitError
+	switch {
+	case err == nil:
+		wsCommandBreaker.Answered()
+	case errors.As(err, &we) && we.Timeout():
+		wsCommandBreaker.Timeout(fmt.Sprintf("%v on %s", frame["type"], s.Path))
+	}
+	return f, err
 }
 
 // resultOf wants a command's answer to be a result with one of statuses,

@@ -132,6 +132,7 @@ func xList(ctx context.Context, req, path string, q url.Values) (items []map[str
 	for k, v := range q {
 		query[k] = v
 	}
+	var prev []string
 	for range 50 {
 		resp := suite.Do(ctx, client.Request{Path: path, Query: query}, req)
 		if !suite.Check(req, check.Status(resp, http.StatusOK)) {
@@ -141,6 +142,11 @@ func xList(ctx context.Context, req, path string, q url.Values) (items []map[str
 		if !suite.Check(req, err) {
 			return items, false
 		}
+		if len(p.IDs) > 0 && slices.Equal(p.IDs, prev) {
+			suite.Check(req, fmt.Errorf("%s: the page at next_cursor %q repeats the page before it (%v): the cursor was not followed", resp, query.Get("cursor"), p.IDs))
+			return items, false
+		}
+		prev = p.IDs
 		items = append(items, p.Items...)
 		if !p.HasMore {
 			return items, true
@@ -148,6 +154,21 @@ func xList(ctx context.Context, req, path string, q url.Values) (items []map[str
 		query.Set("cursor", p.NextCursor)
 	}
 	return items, true
+}
+
+// xPaged reads a list one item a page, following next_cursor, and judges
+// it under req (suite.Paginate): want are at least two ids the spec made
+// that the list holds, so the cursor is followed in every run, whatever
+// earlier specs left behind (docs/interpretations.md#order-independent-lists).
+// A list the spec does not own (every persona of the tenant) is read
+// maxPages deep; one it owns, to its end.
+func xPaged(ctx context.Context, req, path string, q url.Values, want []string, maxPages int) {
+	GinkgoHelper()
+	p := suite.Paginate(ctx, path, q, "cursor", 1, maxPages, want, req)
+	if suite.Check(req, p.Read) {
+		suite.Check(req, p.Limit)
+		suite.Check(req, p.Walk)
+	}
 }
 
 // xPrereqList reads every page of a list that a step owned by another
@@ -291,15 +312,16 @@ func xArtifactsOf(ctx context.Context, id string) []map[string]any {
 	return slices.DeleteFunc(items, func(a map[string]any) bool { return xStr(a, "task_id") != id })
 }
 
-// xOffered reports whether resp says the operation exists: a 404 that is
-// not about a resource, a 405 or a 501 say it does not (the spec may then
-// not apply, as the caller decides).
-func xOffered(resp *client.Response) bool {
-	switch resp.Status {
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return false
-	case http.StatusNotFound:
-		return false
-	}
-	return true
+// xOffered decides by evidence whether the target offers the operation o
+// sent (suite.Unoffered, docs/interpretations.md#offered-by-evidence):
+// false, with why, when it does not. A refusal as if not offered that the
+// evidence contradicts (a 404 about what the spec has just made, a route
+// that exists, an operation shown elsewhere) is req's failure, recorded
+// here, and the operation is offered: its answer is then the caller's to
+// judge or to stop at.
+func xOffered(ctx context.Context, req string, o suite.Offering) (offered bool, why string) {
+	GinkgoHelper()
+	why, err := suite.Unoffered(ctx, o, req)
+	suite.Check(req, err)
+	return why == "", why
 }

@@ -126,7 +126,7 @@ func replayReceipt(ctx context.Context, r *run) []byte {
 // name it.
 func overrideKey(ctx context.Context, task string) string {
 	GinkgoHelper()
-	evs, err := readEvents(ctx, "RCPT-DELTA-001", "/v1/tasks/"+client.Seg(task)+"/events")
+	evs, err := readEvents(ctx, "/v1/tasks/"+client.Seg(task)+"/events", "RCPT-DELTA-001")
 	if err != nil {
 		suite.Unverified("the source task's events cannot be read: "+err.Error(), "serve GET /v1/tasks/{id}/events")
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/receipt"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -47,6 +49,8 @@ type finished struct {
 	status string
 	task   map[string]any
 	secret bool // ran the use_secret step
+	how    string
+	hooked bool // driven by the scenario hook
 
 	outcomeRead bool
 	outcome     map[string]any // the task's Outcome, nil when there is none to read
@@ -109,10 +113,11 @@ func theRun(ctx context.Context) *run {
 	return shared.r
 }
 
-// newRun creates the session and drives the tasks. With the scenario
-// contract the run has a task that completes with an artifact, one that
-// fails, one canceled while working and one that uses a canary secret;
-// without it, two tasks of the target's own agent.
+// newRun creates the session and drives the tasks: three of the target's
+// own agent (a plain one, one canceled at once, one with an empty prompt)
+// and, with the scenario contract, for what those did not show, a task
+// that completes with an artifact, one that fails and one canceled while
+// working, and always one that uses a canary secret.
 func newRun(ctx context.Context) *run {
 	GinkgoHelper()
 	r := &run{receipts: map[string][][]byte{}}
@@ -124,24 +129,144 @@ func newRun(ctx context.Context) *run {
 	r.workspace = ws
 	r.session = created(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}})
 
+	// The target's own agent first (docs/interpretations.md#evidence-sources):
+	// a plain task; one canceled right after its submit, which a target
+	// whose agent takes a moment has still running; and one with an empty
+	// prompt, which agents built for text fail.
+	r.add(ctx, "echo", nil, false)
+	r.addCanceledPlain(ctx)
+	r.addEmptyPrompt(ctx)
 	if suite.Env().Discovery.Scenarios() == "" {
 		r.noCanary = `the target does not advertise the conform.scenarios contract, so no task can be handed a canary secret`
-		r.add(ctx, "echo-1", nil, false)
-		r.add(ctx, "echo-2", nil, false)
 		return r
 	}
-	r.add(ctx, "completed", []any{
-		map[string]any{"op": "emit", "count": 2, "text": "conform receipt probe"},
-		map[string]any{"op": "artifact", "kind": "log", "content": "conform receipt artifact", "name": "receipt-probe.log"},
-		map[string]any{"op": "complete", "summary": "receipt probe done"},
-	}, false)
-	r.add(ctx, "failed", []any{map[string]any{"op": "fail", "code": "conform_receipt_failure", "message": "the scenario asked to fail"}}, false)
-	r.add(ctx, "canceled", []any{map[string]any{"op": "work", "ms": 60000}}, false)
+	// Then the hook, for what the target's own tasks did not show.
+	if !r.hasArtifacts(ctx) {
+		r.add(ctx, "completed", []any{
+			map[string]any{"op": "emit", "count": 2, "text": "conform receipt probe"},
+			map[string]any{"op": "artifact", "kind": "log", "content": "conform receipt artifact", "name": "receipt-probe.log"},
+			map[string]any{"op": "complete", "summary": "receipt probe done"},
+		}, false)
+	}
+	if !r.hasStatus(check.Failed) {
+		r.add(ctx, "failed", []any{map[string]any{"op": "fail", "code": "conform_receipt_failure", "message": "the scenario asked to fail"}}, false)
+	}
+	if !r.hasStatus(check.Canceled) {
+		r.add(ctx, "canceled", []any{map[string]any{"op": "work", "ms": 60000}}, false)
+	}
 	r.canary = newCanary()
 	if !r.add(ctx, "secret", []any{map[string]any{"op": "use_secret", "secret": r.canary}, map[string]any{"op": "complete"}}, true) {
 		r.canary = ""
 	}
 	return r
+}
+
+// addCanceledPlain submits a plain task and cancels it at once. A target
+// whose agent takes a moment cancels it while it runs, and the run then
+// has a CANCELED task without the hook; one that had finished is just
+// another finished task. (Whether the cancel was answered right is
+// Core's to judge.)
+func (r *run) addCanceledPlain(ctx context.Context) {
+	GinkgoHelper()
+	id, _ := r.submit(ctx, "plain-canceled", nil)
+	do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks/" + client.Seg(id) + "/cancel", Body: map[string]any{"reason": "conform receipts probe"}})
+	r.finish(ctx, "plain-canceled", id, false, "a plain task canceled right after its submit")
+	if f := r.tasks[len(r.tasks)-1]; f.status == check.Canceled && r.movedAfterEnd(ctx, id) {
+		// The cancel moved a finished task (Core's CORE-CANCEL-002): its
+		// receipt describes the end it had, not this one.
+		r.tasks = r.tasks[:len(r.tasks)-1]
+		suite.Note(fmt.Sprintf("receipts: task %s had ended when its cancel moved it to CANCELED; the run goes on without it", id))
+	}
+}
+
+// movedAfterEnd reports whether task id's events show it ended and then
+// moved to CANCELED (a cancel that moved a finished task).
+func (r *run) movedAfterEnd(ctx context.Context, id string) bool {
+	GinkgoHelper()
+	raw, err := readEvents(ctx, "/v1/tasks/"+client.Seg(id)+"/events")
+	if err != nil {
+		return false
+	}
+	var evs []check.Event
+	for _, m := range raw {
+		if e, err := check.DecodeEvent(m); err == nil {
+			evs = append(evs, e)
+		}
+	}
+	cs, err := check.Changes(id, evs)
+	return err == nil && check.CanceledAfterEnd("", cs) != nil
+}
+
+// addEmptyPrompt submits a task with an empty prompt: a target whose agent
+// fails it gives the run a FAILED task without the hook. A target that
+// refuses it at submit is within its rights: the run goes on without it.
+func (r *run) addEmptyPrompt(ctx context.Context) {
+	GinkgoHelper()
+	body := map[string]any{"input": map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": "", "visibility": "public"}}}}
+	resp := do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(r.session) + "/tasks", Body: body})
+	m, err := resp.Object()
+	id, _ := m["id"].(string)
+	if resp.Status/100 != 2 || err != nil || id == "" {
+		suite.Note(fmt.Sprintf("receipts: %s did not take a task with an empty prompt; the run goes on without it", resp))
+		return
+	}
+	r.finish(ctx, "empty-prompt", id, false, "a plain task with an empty prompt")
+}
+
+// submit submits a task with the run's input (and scenario steps, when
+// given) and returns its id; a target that does not accept it ends the
+// run's setup.
+func (r *run) submit(ctx context.Context, name string, steps []any) (string, *client.Response) {
+	GinkgoHelper()
+	body := map[string]any{"input": map[string]any{"role": "user",
+		"parts": []any{map[string]any{"type": "text", "text": "conform receipts probe", "visibility": "public"}}}}
+	if steps != nil {
+		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
+	}
+	resp := do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(r.session) + "/tasks", Body: body})
+	m, err := resp.Object()
+	id, _ := m["id"].(string)
+	if resp.Status/100 != 2 || err != nil || id == "" {
+		setupFailed(remedySetup, "%s did not accept the %s task", resp, name)
+	}
+	return id, resp
+}
+
+// finish waits for the task's end and adds it to the run.
+func (r *run) finish(ctx context.Context, name, id string, secret bool, how string) {
+	GinkgoHelper()
+	t := r.await(ctx, id, check.Terminal)
+	status, _ := t["status"].(string)
+	r.tasks = append(r.tasks, &finished{name: name, id: id, status: status, task: t, secret: secret, how: how})
+}
+
+// hasStatus reports whether a task of the run ended in status.
+func (r *run) hasStatus(status string) bool {
+	return slices.ContainsFunc(r.tasks, func(f *finished) bool { return f.status == status })
+}
+
+// hasArtifacts reports whether the Outcome of a task of the run lists an
+// artifact.
+func (r *run) hasArtifacts(ctx context.Context) bool {
+	GinkgoHelper()
+	for _, f := range r.tasks {
+		if o := r.outcome(ctx, f); len(check.OutcomeArtifactIDs(o)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sources records, in the current spec's evidence, where the run's tasks
+// came from: the target's own agent, or the hook.
+func (r *run) sources(reqs ...string) {
+	for _, f := range r.tasks {
+		src := evidence.Source{Kind: evidence.SourceRun, Object: fmt.Sprintf("task %s (%s)", f.id, f.status), How: f.how, Requirements: reqs}
+		if f.hooked {
+			src.Kind, src.Hook = evidence.SourceHook, "conform.scenarios"
+		}
+		suite.Evidence(src)
+	}
 }
 
 // created performs a setup write and returns the new resource's id.
@@ -176,6 +301,10 @@ func (r *run) add(ctx context.Context, name string, steps []any, secret bool) bo
 	if resp.Status/100 != 2 || err != nil || id == "" {
 		setupFailed(remedySetup, "%s did not accept the %s task", resp, name)
 	}
+	how, hooked := "a plain task", steps != nil
+	if hooked {
+		how = "a task driven by the scenario steps of the " + name + " task"
+	}
 	if name == "canceled" {
 		t := r.await(ctx, id, func(s string) bool { return s == check.Working || check.Terminal(s) })
 		if t["status"] == check.Working {
@@ -193,13 +322,12 @@ func (r *run) add(ctx context.Context, name string, steps []any, secret bool) bo
 				return true
 			}
 			status, _ := t["status"].(string)
-			r.tasks = append(r.tasks, &finished{name: name, id: id, status: status, task: t, secret: secret})
+			r.tasks = append(r.tasks, &finished{name: name, id: id, status: status, task: t, secret: secret, how: how, hooked: hooked})
 			return true
 		}
 	}
-	t := r.await(ctx, id, check.Terminal)
-	status, _ := t["status"].(string)
-	r.tasks = append(r.tasks, &finished{name: name, id: id, status: status, task: t, secret: secret})
+	r.finish(ctx, name, id, secret, how)
+	r.tasks[len(r.tasks)-1].hooked = hooked
 	return true
 }
 

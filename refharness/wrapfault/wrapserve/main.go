@@ -61,16 +61,12 @@ func run() error {
 	if key == "" {
 		return errors.New("CONFORM_SERVE_API_KEY is not set")
 	}
-	opts := refharness.Options{DataDir: *data, APIKeys: map[string]string{key: "actor_default"}, Faults: refharness.Faults{}, Variants: refharness.Variants{}}
 	// The further actors of conform serve (cmd/conform/serve_actors.go),
 	// when their keys are set: a tenant of its own, and a read-only one.
-	if k := os.Getenv("CONFORM_SERVE_SECOND_API_KEY"); k != "" {
-		opts.APIKeys[k] = "actor_second"
-	}
-	if k := os.Getenv("CONFORM_SERVE_READ_ONLY_API_KEY"); k != "" {
-		opts.APIKeys[k] = "actor_read_only"
-		opts.Tenants = map[string]string{"actor_read_only": "actor_default"}
-		opts.ReadOnly = map[string]bool{"actor_read_only": true}
+	opts, err := refharness.Options{DataDir: *data, Faults: refharness.Faults{}, Variants: refharness.Variants{}}.WithActors(refharness.Actors{
+		Default: key, Second: os.Getenv("CONFORM_SERVE_SECOND_API_KEY"), ReadOnly: os.Getenv("CONFORM_SERVE_READ_ONLY_API_KEY")})
+	if err != nil {
+		return err
 	}
 	for _, f := range faults {
 		opts.Faults[refharness.Fault(f)] = true
