@@ -65,8 +65,10 @@ func authzJudged(t *testing.T, r *reports.Report) {
 
 var authzReqs = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
 
-// extAuthzAreas are the requirements these rows prove.
-var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
+// extAuthzAreas are the requirements these rows prove: authorization, and
+// the idempotency scope's actor (EXT-IDEM-005), which also needs the second
+// actor's key.
+var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009", "EXT-IDEM-005"}
 
 func init() {
 	planProofs("TestExtAuthzCleanAndUnverified", func() []proofJob {
