@@ -162,7 +162,7 @@ var _ = Describe("Authorization between actors", func() {
 				}
 				resp := sendOp(ctx, p, rAuth, "authorization: a write of an actor that may only read")
 				refusals = append(refusals, resp)
-				if unoffered(ctx, op, resp) {
+				if unoffered(ctx, p, rAuth, resp) {
 					unoffers = append(unoffers, fmt.Sprintf("%s (%d)", op.ID, resp.Status))
 					continue
 				}

@@ -378,7 +378,7 @@ func (rt *refusedTokens) expect(ctx context.Context, req, what, token string) {
 			p.req.IdempotencyKey = suite.Key("oauth-refused")
 		}
 		resp := sendOp(ctx, p, auth, "OAuth: "+what)
-		if unoffered(ctx, op, resp) {
+		if unoffered(ctx, p, auth, resp) {
 			unoffers = append(unoffers, fmt.Sprintf("%s (%d)", op.ID, resp.Status))
 			continue
 		}

@@ -173,35 +173,37 @@ func sendOp(ctx context.Context, p opProbe, auth, what string) *client.Response 
 	return st.Response
 }
 
-// unoffered reports whether the target does not serve op at all, so that
-// resp, a probe's answer, says nothing about the rule probed. A status
-// alone is no evidence: only when resp looks like a missing route (405,
-// 501, or a 404 that is not about a resource) is the first actor's own
-// request sent — made-up ids and an empty body, so it can change nothing
-// — and the operation is unoffered only if that gets such an answer too.
-func unoffered(ctx context.Context, op openapi.Operation, resp *client.Response) bool {
+// unoffered reports whether the target does not serve p's operation at
+// all, so that resp, the answer to p sent with the credential auth, says
+// nothing about the rule probed. A status alone is no evidence
+// (docs/interpretations.md#offered-by-evidence): an answer of 404, 405 or
+// 501 is weighed by suite.Unoffered (a 404 against a route that cannot
+// exist beside the operation's, asked with the same credential), and the
+// operation is unoffered only if the first actor's own request — made-up
+// ids and an empty body, so it can change nothing — is weighed so too.
+func unoffered(ctx context.Context, p opProbe, auth string, resp *client.Response) bool {
 	GinkgoHelper()
-	if !routeMissing(resp) {
+	if !notOffered(ctx, p, auth, resp) {
 		return false
 	}
-	ctl := address(op, nil, suite.Key("conform-control"))
-	if op.HasBody {
+	ctl := address(p.op, nil, suite.Key("conform-control"))
+	if p.op.HasBody {
 		ctl.req.Body = map[string]any{}
 	}
-	return routeMissing(sendOp(ctx, ctl, "", "whether the operation is offered: the run's own key, made-up ids and an empty body"))
+	return notOffered(ctx, ctl, "", sendOp(ctx, ctl, "", "whether the operation is offered: the run's own key, made-up ids and an empty body"))
 }
 
-// routeMissing reports whether resp is how a server answers a route it
-// does not have: 405, 501, or a 404 that is not about a resource.
-func routeMissing(resp *client.Response) bool {
-	switch resp.Status {
-	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
-		return true
-	case http.StatusNotFound:
-		e, err := check.Envelope(resp)
-		return err != nil || e.Code != "resource_not_found"
+// notOffered reports whether resp, the answer to p sent with auth, shows
+// by evidence that the target does not offer p's operation.
+func notOffered(ctx context.Context, p opProbe, auth string, resp *client.Response) bool {
+	GinkgoHelper()
+	if !check.UnofferedStatus(resp.Status) {
+		return false
 	}
-	return false
+	req := p.req
+	req.Authorization = auth
+	why, _ := suite.Unoffered(ctx, suite.Offering{Request: req, Answer: resp}, suite.SpecReqs()...)
+	return why != ""
 }
 
 // effectsOf reads what refused requests addressed at fx could have
