@@ -353,6 +353,8 @@ func (s *Server) keyIgnored(c *call, rt route) bool {
 		return true
 	case s.opts.Faults.Has(FaultApprovalIdempotencyIgnored) && w == "POST tasks/{}/messages":
 		return c.body.m["kind"] == "tool_confirmation"
+	case s.opts.Faults.Has(FaultReplayIdempotencyIgnored) && w == "POST tasks/{}/replay":
+		return true
 	}
 	return false
 }

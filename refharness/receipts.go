@@ -105,6 +105,9 @@ var (
 		Doc:          "final_artifacts is empty although the task produced artifacts",
 		Fails:        []string{"RCPT-REF-004"},
 		SlowHookless: true})
+	FaultReceiptLeaksReasoning = declare(fault.Fault{Name: "receipt-leaks-reasoning",
+		Doc:   "a task's receipt states the hidden reasoning of its reason steps as its model route's reason",
+		Fails: []string{"RCPT-REDACT-004"}})
 	// Neither documented signing input: accepting either is not accepting
 	// anything.
 	FaultReceiptSignsDigest = declare(fault.Fault{Name: "receipt-signs-raw-digest",
@@ -345,6 +348,27 @@ func scenarioSecrets(meta map[string]any) []string {
 	return out
 }
 
+// scenarioReasoning lists the hidden reasoning of the task's reason
+// steps, in order: what the agent thought, which nothing stores or shows
+// (privacy.go) but the faults that leak it.
+func scenarioReasoning(meta map[string]any) []string {
+	v, ok := meta[scenario.Key]
+	if !ok {
+		return nil
+	}
+	sc, err := scenario.Parse(v)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, st := range sc.Steps {
+		if st.Op == scenario.OpReason {
+			out = append(out, st.Text)
+		}
+	}
+	return out
+}
+
 // bearerCanary is the upstream token FaultReceiptLeaksBearer leaks: shaped
 // like a credential, so only a shape-based scan can find it.
 const bearerCanary = "conformUpstreamToken0123456789abcdef"
@@ -558,6 +582,9 @@ func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptP
 	}
 	if s.opts.Faults.Has(FaultReceiptLeaksBearer) {
 		doc["metadata"].(map[string]any)["debug"] = "upstream call sent Authorization: Bearer " + bearerCanary
+	}
+	if thought := scenarioReasoning(t.Metadata); len(thought) > 0 && s.opts.Faults.Has(FaultReceiptLeaksReasoning) {
+		doc["model_route"].(map[string]any)["route_policy_reason"] = "the agent reasoned: " + strings.Join(thought, " ")
 	}
 	if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) || s.opts.Faults.Has(FaultReceiptLeaksAPIKeyEncoded) {
 		for key, actor := range s.opts.APIKeys {

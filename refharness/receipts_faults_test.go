@@ -167,6 +167,16 @@ var receiptProbes = map[Fault]probe{
 		}
 		return nil
 	},
+	FaultReceiptLeaksReasoning: func(p *probeEnv) error {
+		const thought = "probe hidden reasoning 9c1e"
+		id := p.runTask(p.sessionID(), []map[string]any{step("reason", "text", thought)}, StatusCompleted)
+		for _, r := range p.receiptsOf(id) {
+			if strings.Contains(string(r), thought) {
+				return errors.New("the receipt carries the hidden reasoning")
+			}
+		}
+		return nil
+	},
 	FaultReceiptRefDropped: func(p *probeEnv) error {
 		if p.do("GET", "/v1/tasks/"+p.taskID(), nil).str("receipt_id") == "" {
 			return errors.New("the completed task's receipt_id is null")

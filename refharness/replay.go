@@ -44,6 +44,13 @@ var (
 	FaultReplayInvalidOverride500 = declare(fault.Fault{Name: "replay-invalid-override-500",
 		Doc:   "a replay request whose override map is invalid is answered 500 internal_error instead of 400",
 		Fails: []string{"RPLY-OVERRIDE-001"}})
+	FaultReplayIdempotencyIgnored = declare(fault.Fault{Name: "replay-idempotency-ignored",
+		Doc:   "POST /v1/tasks/{id}/replay ignores Idempotency-Key: every retry starts another replay task",
+		Fails: []string{"RPLY-API-007"}})
+	FaultReplayHistoryLostOnRestart = declare(fault.Fault{Name: "replay-history-lost-on-restart",
+		Doc:   "after a restart, a task that ran before it is refused replay (404: its event log no longer retained); its events still read",
+		Fails: []string{"RPLY-RETAIN-001"},
+		Run:   fault.Restart})
 )
 
 // VariantNoReplay offers no Replay level, as a target that does not claim
@@ -147,6 +154,9 @@ type ReplayMeta struct {
 	Mode            string  `json:"mode"`
 	OverrideKey     *string `json:"override_key"`
 	ReceiptDeltaID  *string `json:"receipt_delta_id"`
+	// cursorIsID: the replay cursor is the event's own id, set when the
+	// event is committed and its id assigned (commitLocked).
+	cursorIsID bool
 }
 
 // replayState is the replay part of the projection.
@@ -385,6 +395,9 @@ func (s *Server) resolveReplayLocked(c *call, src *Task, req *rq.Request) (*repl
 		run.Reason = *req.Reason
 	}
 	evs, complete := s.sourceEventsLocked(src.ID)
+	if s.opts.Faults.Has(FaultReplayHistoryLostOnRestart) && len(evs) > 0 && evs[0].pos < s.bootPos {
+		complete = false // the fault: what ran before this process is not kept for replay
+	}
 	if !complete {
 		return nil, s.missingDep("", "event", src.ID+":0", "the event log of task %s is no longer retained in full: it cannot be replayed", src.ID)
 	}

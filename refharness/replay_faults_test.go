@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -387,8 +388,10 @@ func init() {
 					want = append(want, e["event"].(string))
 				}
 			}
-			for _, e := range p.replayed(id) {
-				got = append(got, e["event"].(string))
+			for _, e := range p.eventsOf(id) { // marked or not (an unmarked event is another probe's business)
+				if replayable(e["event"].(string)) {
+					got = append(got, e["event"].(string))
+				}
 			}
 			if !slices.Equal(got, want) {
 				return fmt.Errorf("replayed events %v, want the source's order %v", got, want)
@@ -634,6 +637,105 @@ func init() {
 				}
 				return nil
 			})
+		},
+		FaultReplayIdempotencyIgnored: func(p *probeEnv) error {
+			// Keys must work on a plain submit first (forget-idempotency
+			// is another probe's business).
+			a := p.submit(p.sessionID(), nil, "Idempotency-Key", "probe-plain-key").str("id")
+			if b := p.submit(p.sessionID(), nil, "Idempotency-Key", "probe-plain-key").str("id"); a != b {
+				return nil
+			}
+			src, _ := p.replaySource()
+			body := map[string]any{"mode": "exact", "reason": "probe"}
+			r1 := p.do("POST", "/v1/tasks/"+src+"/replay", body, "Idempotency-Key", "probe-replay-key")
+			r2 := p.do("POST", "/v1/tasks/"+src+"/replay", body, "Idempotency-Key", "probe-replay-key")
+			if r1.Code/100 != 2 {
+				return cannotJudge("replay refused: %d %s", r1.Code, r1.Raw)
+			}
+			if r2.Code/100 != 2 || r2.str("id") != r1.str("id") {
+				return fmt.Errorf("a keyed replay retried with the same key and body: %d %s, want the first replay task %s", r2.Code, r2.str("id"), r1.str("id"))
+			}
+			return nil
+		},
+		FaultReplayHistoryLostOnRestart: func(p *probeEnv) error {
+			opts := p.s.opts
+			opts.DataDir = p.t.TempDir()
+			before := &probeEnv{harness: newHarness(p.t, opts)}
+			src, _ := before.replaySource()
+			if id, st, _ := before.replayTo(src, map[string]any{"mode": "exact"}); id == "" || st != StatusCompleted {
+				return nil // no replay even before a restart: another probe's business
+			}
+			if err := before.s.Close(); err != nil {
+				return cannotJudge("closing the harness for its restart: %v", err)
+			}
+			after := &probeEnv{harness: newHarness(p.t, opts)}
+			if r := after.do("GET", "/v1/tasks/"+src+"/events", nil); r.Code != http.StatusOK || len(r.list()) == 0 {
+				return nil // the history itself is gone: another probe's business
+			}
+			id, st, r := after.replayTo(src, map[string]any{"mode": "exact"})
+			switch {
+			case id == "":
+				return fmt.Errorf("after a restart, the replay of a task that ran before it was refused: %d %s", r.Code, r.Raw)
+			case st != StatusCompleted:
+				return fmt.Errorf("after a restart, the replay of a task that ran before it ended %s", st)
+			}
+			return nil
+		},
+		FaultReplayCursorBogus: func(p *probeEnv) error {
+			src, _ := p.replaySource()
+			id, _, r := p.replayTo(src, map[string]any{"mode": "exact"})
+			if id == "" {
+				return cannotJudge("replay refused: %d %s", r.Code, r.Raw)
+			}
+			for _, e := range p.replayed(id) {
+				meta, _ := e["replay"].(map[string]any)
+				cur, _ := meta["replay_cursor"].(string)
+				if cur == "" {
+					continue // no cursor: another probe's business
+				}
+				if got := p.do("GET", "/v1/tasks/"+id+"/events?after_event_id="+url.QueryEscape(cur), nil); got.Code != http.StatusOK {
+					return fmt.Errorf("replayed %s event %s: its replay_cursor %q read as after_event_id answers %d, want a range", e["event"], e["id"], cur, got.Code)
+				}
+			}
+			return nil
+		},
+		FaultReplayCheckpointNoMeta: func(p *probeEnv) error {
+			src, _ := p.replaySource()
+			id, _, r := p.replayTo(src, map[string]any{"mode": "from_checkpoint", "checkpoint_id": "ckpt_1"})
+			if id == "" {
+				return cannotJudge("replay refused: %d %s", r.Code, r.Raw)
+			}
+			for _, e := range p.replayed(id) {
+				if _, ok := e["replay"].(map[string]any); !ok {
+					return fmt.Errorf("from_checkpoint replayed %s event %s with no replay metadata", e["event"], e["id"])
+				}
+			}
+			return nil
+		},
+		FaultReplayReceiptLeaksReasoning: func(p *probeEnv) error {
+			const thought = "probe hidden reasoning of the source 4b2d"
+			src, _ := p.replaySource(probeSteps(step("reason", "text", thought))...)
+			id, _, r := p.replayTo(src, map[string]any{"mode": "exact"})
+			if id == "" {
+				return cannotJudge("replay refused: %d %s", r.Code, r.Raw)
+			}
+			if _, raw := p.receiptDoc(id); bytes.Contains(raw, []byte(thought)) {
+				return fmt.Errorf("the replay receipt carries the source run's hidden reasoning")
+			}
+			return nil
+		},
+		FaultReplayExactFreshAnswer: func(p *probeEnv) error {
+			src, _ := p.replaySource()
+			id, _, r := p.replayTo(src, map[string]any{"mode": "exact"})
+			if id == "" {
+				return cannotJudge("replay refused: %d %s", r.Code, r.Raw)
+			}
+			for _, e := range p.eventsOf(id) {
+				if pl, _ := e["payload"].(map[string]any); e["event"] == "agent.message" && (pl["text"] != "recorded answer" || e["replayed"] != true) {
+					return fmt.Errorf("the exact replay's agent.message says %q (replayed %v), want the recorded answer, replayed", pl["text"], e["replayed"])
+				}
+			}
+			return nil
 		},
 	} {
 		if probes[f] != nil {

@@ -28,6 +28,9 @@ var (
 	FaultReplayMaterialsUnsorted = declare(fault.Fault{Name: "replay-materials-unsorted",
 		Doc:   "the receipt lists override materials (and deltas, paths kept consistent) in reverse key order",
 		Fails: []string{"RPLY-DET-002"}})
+	FaultReplayReceiptLeaksReasoning = declare(fault.Fault{Name: "replay-receipt-leaks-reasoning",
+		Doc:   "a replay receipt's metadata states the hidden reasoning of the source run's reason steps",
+		Fails: []string{"RPLY-DELTA-006"}})
 	// A replay receipt whose hash leaves its deltas out: a Receipts
 	// requirement.
 	FaultReplayDeltasUnhashed = declare(fault.Fault{Name: "replay-deltas-unhashed",
@@ -50,6 +53,7 @@ type replayDraft struct {
 	run       *replayRun
 	materials []any
 	deltas    []any
+	reasoning []string // the source's hidden reasoning, for FaultReplayReceiptLeaksReasoning only
 }
 
 // replayDraftLocked gathers replay task t's materials and deltas: the
@@ -104,6 +108,9 @@ func (s *Server) replayDraftLocked(t *Task, run *replayRun) *replayDraft {
 			delete(delta, "reason")
 		}
 		d.deltas = append(d.deltas, delta)
+	}
+	if src, ok := s.st.tasks.get(run.SourceTaskID); ok && f.Has(FaultReplayReceiptLeaksReasoning) {
+		d.reasoning = scenarioReasoning(src.Metadata)
 	}
 	if f.Has(FaultReplayDeltaMissing) && len(d.deltas) > 0 {
 		d.deltas = d.deltas[:len(d.deltas)-1] // the fault: the last applied override leaves no delta
@@ -184,6 +191,9 @@ func (s *Server) prepareReplayReceipt(d *receiptDraft, t *Task) (*receiptPlan, e
 		"redactions":      []any{},
 		"chain":           map[string]any{"previous_receipt_hash": prevMark}, // set by finishReceipt
 		"metadata":        map[string]any{"source_task_id": rd.run.SourceTaskID, "replay_mode": rd.run.Mode},
+	}
+	if len(rd.reasoning) > 0 {
+		doc["metadata"].(map[string]any)["source_reasoning"] = rd.reasoning // the fault: the source's hidden reasoning
 	}
 	signer, signers, err := s.receiptSigners()
 	if err != nil {

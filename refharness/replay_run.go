@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gowebpki/jcs"
@@ -69,6 +68,15 @@ var (
 	FaultReplayBringsNewMemory = declare(fault.Fault{Name: "replay-brings-new-memory",
 		Doc:   "a replayed memory_read adds memories created after the source ran",
 		Fails: []string{"RPLY-REFRESH-002"}})
+	FaultReplayCursorBogus = declare(fault.Fault{Name: "replay-cursor-bogus",
+		Doc:   "replay.replay_cursor is \"not-a-cursor\", a string no read takes as a cursor",
+		Fails: []string{"RPLY-META-004"}})
+	FaultReplayCheckpointNoMeta = declare(fault.Fault{Name: "replay-checkpoint-no-meta",
+		Doc:   "the events of a from_checkpoint replay carry no replay metadata (they still say replayed: true)",
+		Fails: []string{"RPLY-META-001", "RPLY-META-002", "RPLY-META-003", "RPLY-META-004", "RPLY-META-005"}})
+	FaultReplayExactFreshAnswer = declare(fault.Fault{Name: "replay-exact-fresh-answer",
+		Doc:   "an exact replay fetches a fresh answer for each recorded model call and emits it unmarked (no replayed, no replay metadata)",
+		Fails: []string{"RPLY-MODE-002", "RPLY-MARK-001"}})
 )
 
 // The replay worker: a replay task's run. It goes through the ordinary
@@ -92,9 +100,8 @@ func replayable(kind string) bool {
 
 // planItem is one source event to replay.
 type planItem struct {
-	e     *Event
-	index int  // its position in the source task's event log, from 0
-	last  bool // the last source event recording its override key: the replay records the dependency there
+	e    *Event
+	last bool // the last source event recording its override key: the replay records the dependency there
 }
 
 // replayMissing names a dependency a replay could not replay.
@@ -191,7 +198,7 @@ func (s *Server) replayPlan(run *replayRun) ([]planItem, map[string]string) {
 	}
 	started := run.FromEventID == ""
 	var plan []planItem
-	for i, e := range evs {
+	for _, e := range evs {
 		if !started {
 			started = e.ID == run.FromEventID
 			continue
@@ -200,7 +207,7 @@ func (s *Server) replayPlan(run *replayRun) ([]planItem, map[string]string) {
 			continue
 		}
 		k, _ := e.Payload["override_key"].(string)
-		plan = append(plan, planItem{e: e, index: i, last: k != "" && recording[k] == e.ID})
+		plan = append(plan, planItem{e: e, last: k != "" && recording[k] == e.ID})
 	}
 	return plan, recording
 }
@@ -272,7 +279,17 @@ func (s *Server) replayEventLocked(t *Task, run *replayRun, it planItem, recordi
 	ne := s.newEvent(e.Event, res, payload, t.WorkspaceID, t.SessionID, t.ID, actor)
 	ne.TraceID, ne.SpanID = e.TraceID, e.SpanID
 	ne.Replayed = true
-	ne.Replay = s.replayMeta(run, t.ID, e, it.index, applied[key] && ov != nil)
+	ne.Replay = s.replayMeta(run, t.ID, e, applied[key] && ov != nil)
+	switch {
+	case run.Mode == modeFromCheckpoint && s.opts.Faults.Has(FaultReplayCheckpointNoMeta):
+		ne.Replay = nil // the fault: marked, but no metadata
+	case run.Mode == modeExact && dep != nil && dep.Op == string(scenario.OpModelCall) && e.Event == "agent.message" && s.opts.Faults.Has(FaultReplayExactFreshAnswer):
+		// The fault: the model is asked again (after the session message
+		// was appended with the recorded text), and the fresh answer is
+		// emitted as live output.
+		ne.Payload["text"] = fmt.Sprintf("a fresh answer at %d", s.clock().UnixMilli())
+		ne.Replayed, ne.Replay = false, nil
+	}
 	cm.Events = append(cm.Events, ne)
 	if it.last && dep != nil {
 		nd := *dep
@@ -288,10 +305,13 @@ func (s *Server) replayEventLocked(t *Task, run *replayRun, it planItem, recordi
 }
 
 // replayMeta is the replay metadata of the replay of source event e.
-func (s *Server) replayMeta(run *replayRun, task string, e *Event, index int, substituted bool) *ReplayMeta {
+func (s *Server) replayMeta(run *replayRun, task string, e *Event, substituted bool) *ReplayMeta {
 	f := s.opts.Faults
-	m := &ReplayMeta{SourceTaskID: run.SourceTaskID, ReplayTaskID: task, OriginalEventID: ptr(e.ID),
-		ReplayCursor: ptr(run.SourceTaskID + ":" + strconv.Itoa(index)), Mode: run.Mode}
+	// The replay cursor is the replayed event's own id (assigned when it is
+	// committed): a cursor into the replay task's log, which event lists
+	// take as after_event_id and streams as Last-Event-ID
+	// (docs/interpretations.md#replay-cursor).
+	m := &ReplayMeta{SourceTaskID: run.SourceTaskID, ReplayTaskID: task, OriginalEventID: ptr(e.ID), Mode: run.Mode, cursorIsID: true}
 	if k, _ := e.Payload["override_key"].(string); substituted && !f.Has(FaultReplayMetaNoOverrideKey) {
 		m.OverrideKey, m.ReceiptDeltaID = ptr(k), ptr(deltaID(k))
 	}
@@ -304,8 +324,11 @@ func (s *Server) replayMeta(run *replayRun, task string, e *Event, index int, su
 	if f.Has(FaultReplayMetaNoOriginal) {
 		m.OriginalEventID = nil
 	}
-	if f.Has(FaultReplayMetaNoCursor) {
-		m.ReplayCursor = nil
+	switch {
+	case f.Has(FaultReplayMetaNoCursor):
+		m.cursorIsID = false
+	case f.Has(FaultReplayCursorBogus):
+		m.ReplayCursor, m.cursorIsID = ptr("not-a-cursor"), false
 	}
 	if f.Has(FaultReplayMetaWrongMode) {
 		m.Mode = modeExact

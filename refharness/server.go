@@ -104,6 +104,10 @@ type Server struct {
 	rkey       signingKey // signs receipts (receipts_api.go)
 	okey       signingKey // signs OAuth2 access tokens (oauth.go)
 
+	// bootPos is the first event position of this process: the events
+	// before it were replayed from the journal at start-up.
+	bootPos uint64
+
 	ctx    context.Context // canceled by Close; stops workers and streams
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -155,6 +159,7 @@ func New(opts Options) (*Server, error) {
 		s.jl = jl
 		s.st.visible = s.st.nextPos
 	}
+	s.bootPos = s.st.nextPos
 	if err := s.seed(); err != nil {
 		s.Close()
 		return nil, err
@@ -209,6 +214,9 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	for _, e := range c.Events {
 		e.ID = s.st.eventID(pos)
 		pos++
+		if e.Replay != nil && e.Replay.cursorIsID {
+			e.Replay.ReplayCursor = ptr(e.ID) // replay_run.go, replayMeta
+		}
 		n, ok := seqs[e.Resource]
 		if !ok {
 			n, ok = s.st.seqs[e.Resource]

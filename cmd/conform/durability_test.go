@@ -9,12 +9,14 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,11 +94,12 @@ func restartableServe(t *testing.T, durable bool) (string, string, string) {
 }
 
 // restartableWrapped is restartableServe for a durable reference Harness
-// behind the named wrapfault middleware, served by wrapserve.
-func restartableWrapped(t *testing.T, wrap string) (string, string) {
+// set up as spec says (its faults, variants and wrapfault middleware),
+// served by wrapserve.
+func restartableWrapped(t *testing.T, spec targetSpec) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	spec := targetSpec{Wrap: wrap, Data: filepath.Join(dir, "data"), Addr: freeAddr(t)}
+	spec.Data, spec.Addr = filepath.Join(dir, "data"), freeAddr(t)
 	url, restart, _ := restartable(t, dir, wrapserveBin, spec.args(), "wrapserve: listening on ")
 	return url, restart
 }
@@ -311,25 +314,37 @@ func TestDurabilityWithoutRestartCmdIsUnverified(t *testing.T) {
 	}
 }
 
-// The faults that need a restart (fault.Restart; each a middleware in
-// front of a wrapserve target whose restart works): each fails exactly
-// its requirements, saying what restartRows says, and the other
-// durability MUSTs, checked in the same spec after them, still pass
-// (every check runs). keeps-waiting: a task waiting for input is still
-// INPUT_REQUIRED after the restart, with no state event since: recovered
-// in a state the spec does not allow; its WORKING sibling, read back as
-// WORKING, is legal, and the idempotency keys survive.
-func TestDurabilityRecoveredAsWaiting(t *testing.T) {
+// restartReqs are, by level, the requirements of the specs that restart
+// the target.
+var restartReqs = map[string][]string{"core": durabilityReqs, "replay": {"RPLY-RANGE-002", "RPLY-RETAIN-001"}}
+
+// The faults that need a restart (fault.Restart; a wrapfault middleware or
+// an in-server fault of a durable wrapserve target whose restart works):
+// the run of the fault's level with --restart-cmd fails exactly its
+// requirements, saying what restartRows says, and the other requirements
+// of the level's restart specs, checked in the same spec after them,
+// still pass (every check runs). keeps-waiting: a task waiting for input
+// is still INPUT_REQUIRED after the restart, with no state event since:
+// recovered in a state the spec does not allow; its WORKING sibling, read
+// back as WORKING, is legal, and the idempotency keys survive.
+// replay-history-lost-on-restart: a task that ran before the restart can
+// no longer be replayed, while its history still reads the same.
+func TestRestartFaultsCaught(t *testing.T) {
 	proofTier(t)
 	if testing.Short() {
-		t.Skip("runs the Core suite")
+		t.Skip("runs a level's suite per fault")
 	}
 	t.Parallel()
 	for _, f := range runFaults(fault.Restart) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			url, restart := restartableWrapped(t, f.Name)
-			code, _, r := durabilityRun(t, url, "--restart-cmd", restart)
+			spec := targetSpec{Wrap: f.Name}
+			if f.Kind == fault.InServer {
+				spec = targetSpec{Faults: []refharness.Fault{refharness.Fault(f.Name)}}
+			}
+			level := levelOf(f)
+			url, restart := restartableWrapped(t, spec)
+			code, _, r := durabilityRun(t, url, "--restart-cmd", restart, "--levels", level)
 			if failed := verdicts(r, reports.Fail); !slices.Equal(failed, sortedIDs(f.Fails)) {
 				t.Errorf("failed = %v, want exactly %v: %s", failed, f.Fails, messages(r, failed))
 			}
@@ -338,7 +353,7 @@ func TestDurabilityRecoveredAsWaiting(t *testing.T) {
 					t.Errorf("%s message %q, want it to say %q", id, q.Message, restartRows[f.Name])
 				}
 			}
-			for _, id := range durabilityReqs {
+			for _, id := range restartReqs[level] {
 				if q := reqResult(r, id); !slices.Contains(f.Fails, id) && q.Verdict != reports.Pass {
 					t.Errorf("%s = %s (%s), want pass (its checks ran after the failed ones, and held)", id, q.Verdict, q.Message)
 				}
@@ -361,11 +376,151 @@ func TestDurabilityWrappedRestartPasses(t *testing.T) {
 		t.Skip("runs the durability spec")
 	}
 	t.Parallel()
-	url, restart := restartableWrapped(t, "")
+	url, restart := restartableWrapped(t, targetSpec{})
 	_, _, r := durabilityRun(t, url, "--focus", "Durability", "--restart-cmd", restart)
 	for _, id := range durabilityReqs {
 		if q := reqResult(r, id); q.Verdict != reports.Pass {
 			t.Errorf("%s = %s (%s), want pass", id, q.Verdict, q.Message)
 		}
+	}
+}
+
+// A restart command that returns while the target goes on serving proves
+// nothing: `--restart-cmd true` is an error of the run for every
+// requirement of every spec that restarts (the Core durability spec and
+// the Replay level's), exit 2, never a verdict on the target.
+func TestRestartNotProven(t *testing.T) {
+	proofTier(t)
+	t.Parallel()
+	url := harness(t, refharness.Options{})
+	code, _, r := durabilityRun(t, url, "--levels", "core,replay", "--focus", "across a restart", "--restart-cmd", "true")
+	for _, id := range append(slices.Clone(restartReqs["core"]), restartReqs["replay"]...) {
+		if q := reqResult(r, id); q.Verdict != reports.Error || !strings.Contains(q.Message, "the restart command returned, but the target did not restart") {
+			t.Errorf("%s = %s (%s), want an error saying the target did not restart", id, q.Verdict, q.Message)
+		}
+	}
+	if failed := verdicts(r, reports.Fail); len(failed) > 0 || code != 2 {
+		t.Errorf("exit %d, failed %v; want exit 2 and no failure: %s", code, failed, messages(r, failed))
+	}
+}
+
+// ciRestartRuns is how many runs TestCIDocRestartScript makes, each with
+// its own random --seed (docs/performance.md has the figure of ten).
+var ciRestartRuns = flag.Int("ci-restart-runs", 1, "runs of TestCIDocRestartScript, each with its own --seed")
+
+// ciRestartScript is the kill-and-start script of docs/ci.md
+// ("Durability"), exactly as the page shows it, so that the page and what
+// this test proves cannot drift apart.
+func ciRestartScript(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```sh\n(#!/bin/sh\n# ci/restart-harness.sh:.*?)```").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("docs/ci.md shows no restart script (a sh block starting #!/bin/sh, # ci/restart-harness.sh:)")
+	}
+	return string(m[1])
+}
+
+// The restart script of docs/ci.md, verbatim, restarts a Harness run out of
+// process: `conform serve --data DIR`, which claims every level, stands in
+// for the page's ./my-harness (a two-line wrapper that gives it the test's
+// port), started as the page starts it. A run of every level with that
+// script as --restart-cmd is conformant, its restarts proven (the stream
+// opened before each one ended); -ci-restart-runs N makes N runs, each
+// with its own seed.
+func TestCIDocRestartScript(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs every level against conform serve")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	if err := os.MkdirAll(filepath.Join(dir, "ci"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ci", "restart-harness.sh"), []byte(ciRestartScript(t)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The page's Harness is started as ./my-harness --listen ADDR --data
+	// DIR; this one is conform serve on the test's free port.
+	shim := fmt.Sprintf(`#!/bin/sh
+# my-harness --listen ADDR --data DIR: conform serve, on the test's port %[1]s
+data=
+while [ $# -gt 0 ]; do case "$1" in --data) data=$2; shift;; esac; shift; done
+exec '%[2]s' serve --addr %[1]s --data "$data" --ws-heartbeat 1s
+`, addr, conformBin)
+	if err := os.WriteFile(filepath.Join(dir, "my-harness"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.OpenFile(filepath.Join(dir, "harness.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command("./my-harness", "--listen", "127.0.0.1:8080", "--data", "./harness-data")
+	cmd.Dir, cmd.Stderr = dir, log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }() // reaped at once when the script kills it (else kill -0 sees a zombie)
+	pidFile := filepath.Join(dir, "harness.pid")
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if b, err := os.ReadFile(pidFile); err == nil { // the one the script started last
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid != cmd.Process.Pid {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "harness.log"))
+			t.Logf("harness.log:\n%s", b)
+		}
+	})
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "conform serve: listening on ") {
+		t.Fatalf("my-harness printed %q, want its listening line", line)
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "harness-data")
+	for i := range *ciRestartRuns {
+		seed := strconv.Itoa(1 + rand.IntN(1<<30))
+		code, console, r, _ := runConform(t, "run", "--target", "http://"+addr, "--levels", "all", "--wait-for-target", "60s", "--seed", seed,
+			"--api-key-file", filepath.Join(data, "api-key"), "--second-api-key-file", filepath.Join(data, "second-api-key"),
+			"--read-only-api-key-file", filepath.Join(data, "read-only-api-key"),
+			"--oauth-client-id", "actor_default", "--oauth-client-secret-file", filepath.Join(data, "api-key"),
+			"--restart-cmd", "cd '"+dir+"' && ./ci/restart-harness.sh")
+		if r == nil {
+			t.Fatalf("run %d (--seed %s): no report; exit %d:\n%s", i+1, seed, code, console)
+		}
+		for _, l := range r.Levels {
+			if l.Status != reports.Conformant {
+				t.Errorf("run %d (--seed %s): %s is %s (%s)", i+1, seed, l.Level, l.Status, l.Why)
+			}
+		}
+		if bad := slices.Concat(verdicts(r, reports.Fail), verdicts(r, reports.Error)); len(bad) > 0 {
+			t.Errorf("run %d (--seed %s): %v failed or errored: %s", i+1, seed, bad, messages(r, bad))
+		}
+		proven := 0
+		for _, n := range r.Notes {
+			if strings.Contains(n, "restart: the target was restarted (the stream") {
+				proven++
+			}
+		}
+		if proven != 2 || code != 0 {
+			t.Errorf("run %d (--seed %s): exit %d, %d restarts proven (want 0 and 2: the Core durability spec's and the Replay level's)\n%.3000s", i+1, seed, code, proven, console)
+		}
+		t.Logf("run %d: --seed %s, exit %d", i+1, seed, code)
 	}
 }

@@ -157,10 +157,13 @@ func runFaults(run fault.Run) []fault.Fault {
 	return out
 }
 
-// restartRows are the faults TestDurabilityRecoveredAsWaiting runs (with
-// the message it checks for each): a restart fault needs a test that knows
+// restartRows are the faults TestRestartFaultsCaught runs (with the
+// message it checks for each): a restart fault needs a test that knows
 // what the recovered target should say.
-var restartRows = map[string]string{"keeps-waiting": "was INPUT_REQUIRED before the restart and is still INPUT_REQUIRED after it"}
+var restartRows = map[string]string{
+	"keeps-waiting":                  "was INPUT_REQUIRED before the restart and is still INPUT_REQUIRED after it",
+	"replay-history-lost-on-restart": "of a task that ran before it",
+}
 
 // Every declared fault is some proof test's row: its level's pool (and
 // the hook-less pool too when it says so), a narrowed card or OAuth run,
@@ -187,7 +190,7 @@ func TestEveryFaultHasARow(t *testing.T) {
 	}
 	for _, f := range runFaults(fault.Restart) {
 		if _, ok := restartRows[f.Name]; !ok {
-			t.Errorf("%s needs a restart, but TestDurabilityRecoveredAsWaiting does not run it (restartRows)", f.Name)
+			t.Errorf("%s needs a restart, but TestRestartFaultsCaught does not run it (restartRows)", f.Name)
 		}
 	}
 	for _, f := range harnFaults() {
@@ -408,7 +411,7 @@ func TestEveryWrapHasARow(t *testing.T) {
 		}
 	}
 	for _, v := range wrapfault.Variants() {
-		if v.Level != "" && v.Level != "core" && v.Level != "receipts" && v.Level != "extended" {
+		if v.Level != "" && v.Level != "core" && v.Level != "receipts" && v.Level != "extended" && v.Level != "replay" {
 			t.Errorf("%s: no test runs wire variants at level %q", v.Name, v.Level)
 		}
 		if len(v.Unverified) > 0 && v.Level != "receipts" {

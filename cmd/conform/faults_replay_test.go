@@ -40,18 +40,18 @@ func init() {
 
 // replayHooked are the observable Replay requirements a run without the
 // scenario hook leaves unverified (docs/scenarios.md, "What a run verifies
-// without the hook"); replayRestart the one whose restart part needs
-// --restart-cmd, which the proof runs do not give.
+// without the hook"), and those it verifies without it; RPLY-RANGE-002 and
+// RPLY-RETAIN-001 need --restart-cmd, which the proof runs do not give.
 var (
 	replayHooked = []string{"RPLY-MODE-002", "RPLY-MODE-003", "RPLY-MODE-005", "RPLY-MODE-001", "RPLY-OVERRIDE-001", "RPLY-META-001", "RPLY-META-002",
 		"RPLY-META-003", "RPLY-META-004", "RPLY-META-005", "RPLY-META-006", "RPLY-LOG-001", "RPLY-FAIL-001", "RPLY-REFRESH-001", "RPLY-REFRESH-002",
-		"RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005", "RPLY-DET-001", "RPLY-DET-002"}
+		"RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005", "RPLY-DELTA-006", "RPLY-DET-001", "RPLY-DET-002"}
 	replayPlain = []string{"RPLY-RANGE-001", "RPLY-RANGE-003", "RPLY-API-001", "RPLY-API-002", "RPLY-API-003", "RPLY-API-004", "RPLY-API-005",
-		"RPLY-MODE-004", "RPLY-MARK-001"}
+		"RPLY-API-007", "RPLY-API-008", "RPLY-MODE-004", "RPLY-MARK-001", "RPLY-LOG-002"}
 )
 
-// The clean harness passes every Replay MUST (RPLY-RANGE-002 is unverified:
-// its restart part needs --restart-cmd); without the hook those needing it
+// The clean harness passes every Replay MUST (RPLY-RANGE-002 and
+// RPLY-RETAIN-001 are unverified: their restart part needs --restart-cmd); without the hook those needing it
 // are unverified with the hook's remedy and the plain ones still pass;
 // the no-replay variant does not claim the level and nothing passes or
 // fails.
@@ -97,8 +97,10 @@ func TestReplayCleanAndHookless(t *testing.T) {
 					t.Errorf("%s: %s is unverified with no remedy", tc.name, id)
 				}
 			}
-			if q := got["RPLY-RANGE-002"]; q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "--restart-cmd") {
-				t.Errorf("%s: RPLY-RANGE-002 is %s (remedy %q), want unverified naming --restart-cmd", tc.name, q.Verdict, q.Remedy)
+			for _, id := range []string{"RPLY-RANGE-002", "RPLY-RETAIN-001"} {
+				if q := got[id]; q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "--restart-cmd") {
+					t.Errorf("%s: %s is %s (remedy %q), want unverified naming --restart-cmd", tc.name, id, q.Verdict, q.Remedy)
+				}
 			}
 		})
 	}

@@ -443,6 +443,20 @@ func NoCanary(where string, body []byte, canary string) error {
 	return nil
 }
 
+// NoReasoning checks that a receipt (or any document, body) does not carry
+// thought, the hidden reasoning a task's agent thought (a canary), in any
+// spelling (SecretSpelled: as written, escaped, base64, hex, URL-encoded)
+// (RCPT-REDACT-004, RPLY-DELTA-006). The message never repeats it.
+func NoReasoning(where string, body []byte, thought string) error {
+	if thought == "" {
+		return nil
+	}
+	if sp := SecretSpelled(string(body), thought); sp != "" {
+		return fmt.Errorf("%s carries the hidden reasoning the agent thought (%s): receipts may describe decisions, never reveal private reasoning", where, sp)
+	}
+	return nil
+}
+
 // Redactions checks RCPT-REDACT-005 on one receipt: every redactions entry
 // names a JSON pointer whose container still exists in the receipt (the
 // structure is kept), says why, and carries a proof hash; and when the run used a

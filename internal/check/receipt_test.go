@@ -2,6 +2,7 @@ package check
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -305,6 +306,18 @@ func TestNoCanary(t *testing.T) {
 	}
 	rcptWant(t, "base64", NoCanary("receipt", []byte(`{"b":"Y29uZm9ybS1jYW5hcnktMTIzNDU2"}`), c), false, "canary")
 	rcptWant(t, "no canary", NoCanary("receipt", []byte(c), ""), true, "")
+}
+
+func TestNoReasoning(t *testing.T) {
+	const thought = "conform hidden reasoning 0123abcd"
+	rcptWant(t, "absent", NoReasoning("receipt", []byte(`{"route_policy_reason":"weighed the options"}`), thought), true, "")
+	err := NoReasoning("receipt", []byte(`{"route_policy_reason":"`+thought+`"}`), thought)
+	rcptWant(t, "present", err, false, "hidden reasoning")
+	if err != nil && strings.Contains(err.Error(), thought) {
+		t.Error("the message repeats the reasoning")
+	}
+	rcptWant(t, "base64", NoReasoning("receipt", []byte(base64.StdEncoding.EncodeToString([]byte(thought))), thought), false, "hidden reasoning")
+	rcptWant(t, "no reasoning", NoReasoning("receipt", []byte(thought), ""), true, "")
 }
 
 func TestRedactions(t *testing.T) {

@@ -172,11 +172,16 @@ func (l *Harness) startLocked() error {
 }
 
 // stopLocked cuts every connection (streams included) and closes the
-// harness, which stops its task workers and flushes its journal.
-func (l *Harness) stopLocked() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	l.srv.Shutdown(ctx) // streams may linger: Close below cuts them
+// harness, which stops its task workers and flushes its journal. A
+// graceful stop first lets requests in flight finish (streams never do:
+// Close cuts them after at most 2 s); a restart cuts them at once, as a
+// crash would.
+func (l *Harness) stopLocked(graceful bool) error {
+	if graceful {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		l.srv.Shutdown(ctx) // streams may linger: Close below cuts them
+	}
 	l.srv.Close()
 	return l.h.Close()
 }
@@ -192,7 +197,7 @@ func (l *Harness) Restart(ctx context.Context) (string, error) {
 	if l.closed {
 		return "", errors.New("reference harness: restart after Close")
 	}
-	if err := l.stopLocked(); err != nil {
+	if err := l.stopLocked(false); err != nil {
 		return "", fmt.Errorf("reference harness: stopping for the restart: %w", err)
 	}
 	if err := l.startLocked(); err != nil {
@@ -209,7 +214,7 @@ func (l *Harness) Close() error {
 	var err error
 	if !l.closed {
 		l.closed = true
-		err = l.stopLocked()
+		err = l.stopLocked(true)
 	}
 	os.RemoveAll(l.dir)
 	return err

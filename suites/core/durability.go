@@ -6,19 +6,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
-	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/suite"
 )
-
-// remedyRestart is what an implementer does so that the durability checks
-// run: give the suite a way to restart the target.
-const remedyRestart = "give --restart-cmd CMD (or CONFORM_RESTART_CMD) that restarts the target: conform runs it with sh -c and waits for GET /v1 to answer again (docs/ci.md, \"Durability\")"
 
 // recoveredAs are the statuses a task that was not yet terminal may be
 // recovered in after a restart (narrative spec, "Task").
@@ -32,7 +26,7 @@ var _ = Describe("Durability across a restart", Serial, func() {
 	It("keeps accepted tasks, in a legal state, and idempotency keys' first responses across a restart", suite.Req("CORE-DUR-001", "CORE-DUR-002"), func(ctx SpecContext) {
 		env := suite.Env()
 		if env.Restart == nil {
-			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether accepted tasks and idempotency keys survive a restart", remedyRestart)
+			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether accepted tasks and idempotency keys survive a restart", suite.RemedyRestart)
 		}
 		d := newDurability(ctx)
 		d.prepare(ctx)
@@ -68,9 +62,8 @@ type durability struct {
 	keys  []*keyed
 }
 
-// newDurability makes the spec's own workspace and session. No session
-// stream is opened: the restart would cut it, and streams are other specs'
-// business.
+// newDurability makes the spec's own workspace and session (whose stream
+// is the restart's witness, suite.Restart).
 func newDurability(ctx context.Context) *durability {
 	GinkgoHelper()
 	ws := workspaceFor(ctx, "CORE-DUR-001")
@@ -159,47 +152,19 @@ func (d *durability) track(ctx context.Context, id, label string) {
 	d.tasks = append(d.tasks, t)
 }
 
-// restart runs the restart and waits for the target to answer again. A
-// restart that fails, or a target that does not come back, is an error of
-// the run (the operator's restart broke), never the target's failure.
+// restart restarts the target through suite.Restart, which waits for it
+// to answer again and proves that it restarted (the session's stream,
+// opened before, has ended). A restart that fails, a target that does not
+// come back, or one that did not restart is an error of the run (the
+// operator's restart broke), never the target's failure.
 func (d *durability) restart(ctx context.Context) {
 	GinkgoHelper()
-	env := suite.Env()
 	var states []string
 	for _, t := range d.tasks {
 		states = append(states, t.id+" "+t.status)
 	}
-	start := time.Now()
-	out, err := env.Restart(ctx)
-	out = strings.TrimSpace(out)
-	if out != "" {
-		suite.Note("durability: the restart printed (its last 16 KiB are kept): " + out)
-	}
-	if err != nil {
-		restartFailed(err.Error(), out)
-	}
-	if err := env.AwaitDiscovery(ctx, env.Config.Timeouts.Restart); err != nil {
-		restartFailed(err.Error(), out)
-	}
-	suite.Note(fmt.Sprintf("durability: the target was restarted and answered GET /v1 again after %s; tasks before the restart: %s",
-		time.Since(start).Round(time.Millisecond), strings.Join(states, ", ")))
-}
-
-// restartFailed ends the spec with an error verdict for its requirements.
-func restartFailed(why, out string) {
-	GinkgoHelper()
-	msg := "the durability checks did not run: " + why
-	if out != "" {
-		if len(out) > 1000 {
-			out = "…" + out[len(out)-1000:]
-		}
-		msg += "; the restart command's output ends with: " + out
-	}
-	msg = suite.Env().Redactor.String(msg)
-	for _, id := range suite.SpecReqs() {
-		AddReportEntry(evidence.EntryVerdict, evidence.Verdict{Req: id, Verdict: evidence.VerdictError, Message: msg}, ReportEntryVisibilityNever)
-	}
-	Fail(msg)
+	suite.Note("durability: tasks before the restart: " + strings.Join(states, ", "))
+	suite.Restart(ctx, "/v1/sessions/"+client.Seg(d.f.session)+"/events/stream")
 }
 
 // checkTasks reads every task accepted before the restart (CORE-DUR-001).

@@ -502,6 +502,20 @@ var _ = Describe("Receipts of finished tasks", func() {
 		}
 	})
 
+	It("keeps the agent's hidden reasoning out of receipts", suite.Req("RCPT-REDACT-004"), func(ctx SpecContext) {
+		if r.thought == "" {
+			suite.Unverified(r.noThought, remedyThought)
+		}
+		seen := false
+		for _, lr := range r.all(ctx) {
+			seen = seen || lr.task.thought
+			suite.Check("RCPT-REDACT-004", check.NoReasoning(fmt.Sprintf("%s of task %s", lr.doc.Label(), lr.task.id), lr.raw, r.thought))
+		}
+		if !seen {
+			suite.NothingToCheck("RCPT-REDACT-004", "the task that thought the canary has no receipt to search (RCPT-RES-002 reports it); the other receipts of the run were searched", remedySetup)
+		}
+	})
+
 	It("keeps the canary secret out of the run's public events", suite.Req("RCPT-REDACT-007"), func(ctx SpecContext) {
 		if r.canary == "" {
 			suite.Unverified(r.noCanary, remedyCanary)

@@ -30,6 +30,10 @@ type run struct {
 	// noCanary says why the canary checks cannot run.
 	canary   string
 	noCanary string
+	// thought is the hidden reasoning handed to the reasoning task (a
+	// canary; "" when there is none); noThought says why there is none.
+	thought   string
+	noThought string
 
 	// policy is the receipt policy in force for the run's tasks, which
 	// name no Persona: the agent card's receipt_policy when it is one of
@@ -44,13 +48,14 @@ type run struct {
 
 // finished is one task of the run, read once it was terminal.
 type finished struct {
-	name   string
-	id     string
-	status string
-	task   map[string]any
-	secret bool // ran the use_secret step
-	how    string
-	hooked bool // driven by the scenario hook
+	name    string
+	id      string
+	status  string
+	task    map[string]any
+	secret  bool // ran the use_secret step
+	thought bool // ran the reason step (its hidden reasoning is run.thought)
+	how     string
+	hooked  bool // driven by the scenario hook
 
 	outcomeRead bool
 	outcome     map[string]any // the task's Outcome, nil when there is none to read
@@ -67,8 +72,9 @@ func newCanary() string {
 
 // Remedies for what the live specs could not verify.
 const (
-	remedySetup  = "fix the Core failures this run reports (sessions, task submission, task reads), so the suite can make the tasks whose receipts it checks"
-	remedyCanary = "implement the conform.scenarios test hook with its use_secret step (docs/scenarios.md), so the suite can hand the agent a canary secret and look for it"
+	remedySetup   = "fix the Core failures this run reports (sessions, task submission, task reads), so the suite can make the tasks whose receipts it checks"
+	remedyCanary  = "implement the conform.scenarios test hook with its use_secret step (docs/scenarios.md), so the suite can hand the agent a canary secret and look for it"
+	remedyThought = "implement the conform.scenarios test hook with its reason step (docs/scenarios.md), so the suite can have the agent think a canary and look for it"
 )
 
 // setupFailed ends the spec when the run cannot be set up: the
@@ -117,7 +123,8 @@ func theRun(ctx context.Context) *run {
 // own agent (a plain one, one canceled at once, one with an empty prompt)
 // and, with the scenario contract, for what those did not show, a task
 // that completes with an artifact, one that fails and one canceled while
-// working, and always one that uses a canary secret.
+// working, and always one that uses a canary secret and one that thinks
+// a canary (hidden reasoning).
 func newRun(ctx context.Context) *run {
 	GinkgoHelper()
 	r := &run{receipts: map[string][][]byte{}}
@@ -138,6 +145,7 @@ func newRun(ctx context.Context) *run {
 	r.addEmptyPrompt(ctx)
 	if suite.Env().Discovery.Scenarios() == "" {
 		r.noCanary = `the target does not advertise the conform.scenarios contract, so no task can be handed a canary secret`
+		r.noThought = `the target does not advertise the conform.scenarios contract, so no task can be made to think a canary`
 		return r
 	}
 	// Then the hook, for what the target's own tasks did not show.
@@ -157,6 +165,24 @@ func newRun(ctx context.Context) *run {
 	r.canary = newCanary()
 	if !r.add(ctx, "secret", []any{map[string]any{"op": "use_secret", "secret": r.canary}, map[string]any{"op": "complete"}}, true) {
 		r.canary = ""
+	}
+	// Hidden reasoning (RCPT-REDACT-004): the agent thinks a canary, which
+	// no receipt may reveal; a target may refuse the step (400).
+	r.thought = "conform hidden reasoning " + newCanary()
+	resp := do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(r.session) + "/tasks", Body: taskBody([]any{
+		map[string]any{"op": "reason", "text": r.thought, "summary": "weighed the options"}, map[string]any{"op": "complete"}})})
+	m, _ := resp.Object()
+	id, _ := m["id"].(string)
+	switch {
+	case resp.Status == http.StatusBadRequest:
+		r.thought, r.noThought = "", fmt.Sprintf("the target refused the reason scenario step (%s), so no task thought a canary", resp)
+	case resp.Status/100 != 2 || id == "":
+		setupFailed(remedySetup, "%s did not accept the reasoning task", resp)
+	default:
+		t := r.await(ctx, id, check.Terminal)
+		status, _ := t["status"].(string)
+		r.tasks = append(r.tasks, &finished{name: "reason", id: id, status: status, task: t, thought: true,
+			how: "a task driven by the scenario steps of the reason task", hooked: true})
 	}
 	return r
 }
@@ -286,12 +312,7 @@ func created(ctx context.Context, req client.Request) string {
 // secret task's scenario, which only the canary checks need.
 func (r *run) add(ctx context.Context, name string, steps []any, secret bool) bool {
 	GinkgoHelper()
-	body := map[string]any{"input": map[string]any{"role": "user",
-		"parts": []any{map[string]any{"type": "text", "text": "conform receipts probe", "visibility": "public"}}}}
-	if steps != nil {
-		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
-	}
-	resp := do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(r.session) + "/tasks", Body: body})
+	resp := do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(r.session) + "/tasks", Body: taskBody(steps)})
 	if secret && resp.Status == http.StatusBadRequest {
 		r.noCanary = fmt.Sprintf("the target refused the use_secret scenario step (%s), so no canary secret was used", resp)
 		return false
@@ -329,6 +350,16 @@ func (r *run) add(ctx context.Context, name string, steps []any, secret bool) bo
 	r.finish(ctx, name, id, secret, how)
 	r.tasks[len(r.tasks)-1].hooked = hooked
 	return true
+}
+
+// taskBody is a task submission with steps as its scenario (nil: none).
+func taskBody(steps []any) map[string]any {
+	body := map[string]any{"input": map[string]any{"role": "user",
+		"parts": []any{map[string]any{"type": "text", "text": "conform receipts probe", "visibility": "public"}}}}
+	if steps != nil {
+		body["metadata"] = map[string]any{"conform.scenario": map[string]any{"steps": steps}}
+	}
+	return body
 }
 
 // await polls the task until want holds or the task timeout passes; if it

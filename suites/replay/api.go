@@ -16,20 +16,23 @@ import (
 	"github.com/harn-conform/conform/internal/suite"
 )
 
-// The replay API (RPLY-API-001..005, RPLY-LEVEL-001; spec 002, "REST
-// entrypoint"; docs/replay.md, "The replay surface a target offers"): POST
-// /v1/tasks/{id}/replay on a finished task answers 202 with a new Task
-// naming the source in parent_task_id (in the answer and in later reads),
-// in the source's session and workspace (or on a Branch whose lineage
-// leads back to it), which goes through the ordinary lifecycle; the body
-// is optional. All of it is checked on a plain text task of the target's
-// own agent: no hook needed.
+// The replay API (RPLY-API-001..005, RPLY-API-007, RPLY-API-008,
+// RPLY-LEVEL-001; spec 002, "REST entrypoint"; docs/replay.md, "The replay
+// surface a target offers"): POST /v1/tasks/{id}/replay on a finished task
+// answers 202 with a new Task naming the source in parent_task_id (in the
+// answer and in later reads), in the source's session and workspace (or on
+// a Branch whose lineage leads back to it), which goes through the
+// ordinary lifecycle; the body is optional; it creates a Task, so it takes
+// an Idempotency-Key as every such write; a task that does not exist is
+// 404. All of it is checked on a plain text task of the target's own
+// agent: no hook needed.
 
 // plainRun is a plain text task (the target's own agent) and one exact
 // replay of it, shared by the specs that need no recorded dependency.
 type plainRun struct {
 	src   *source
 	exact *replayRun // {"mode": "exact"}
+	gen   int64      // suite.Restarts() when it was made
 }
 
 var plainShared *plainRun
@@ -39,9 +42,10 @@ var plainShared *plainRun
 // spec unverified (the API spec judges the acceptance).
 func thePlain(ctx context.Context) *plainRun {
 	GinkgoHelper()
-	if plainShared == nil {
+	if plainShared == nil || plainShared.gen != suite.Restarts() {
+		gen := suite.Restarts()
 		src := submitSource(ctx, "", nil, "conform replay: a plain source")
-		plainShared = &plainRun{src: src, exact: replayOf(ctx, src.id, map[string]any{"mode": "exact"})}
+		plainShared = &plainRun{src: src, exact: replayOf(ctx, src.id, map[string]any{"mode": "exact"}), gen: gen}
 	}
 	p := plainShared
 	switch {
@@ -104,12 +108,38 @@ var _ = Describe("Replay API", func() {
 			if m := taskMode(r.answer); m != "" && m != "exact" {
 				suite.Check("RPLY-API-005", fmt.Errorf("POST /v1/tasks/%s/replay with %s: metadata.replay.mode = %q, want \"exact\" (the default mode)", p.src.id, tc.what, m))
 			}
-			for _, e := range r.events {
-				if m := replayMeta(e); fromReplay(e) && m != nil && m["mode"] != nil && m["mode"] != "exact" {
+			for _, e := range r.output() {
+				if m := replayMeta(e); m != nil && m["mode"] != nil && m["mode"] != "exact" {
 					suite.Check("RPLY-API-005", fmt.Errorf("replay task %s (%s): event %s says replay.mode %s, want \"exact\" (the default mode)", r.id, tc.what, str(e, "id"), jsonOf(m["mode"])))
 					break
 				}
 			}
+		}
+	})
+
+	It("takes an Idempotency-Key on a replay request: the same key and body give the same replay task, another body 409 idempotency_key_reused", suite.Req("RPLY-API-007"), func(ctx SpecContext) {
+		needReplay()
+		const req = "RPLY-API-007"
+		p := thePlain(ctx)
+		keyed := client.Request{Method: http.MethodPost, Path: "/v1/tasks/" + client.Seg(p.src.id) + "/replay",
+			Body: map[string]any{"mode": "exact", "reason": "conform: a keyed replay"}, IdempotencyKey: suite.Key("replay-idem")}
+		first := suite.Do(ctx, keyed)
+		if first.Status/100 != 2 {
+			suite.Unverified(fmt.Sprintf("POST /v1/tasks/%s/replay with an Idempotency-Key: %s %s, so a retry cannot be compared with it", p.src.id, first, fxClip(first.Body)),
+				"accept the replay request (RPLY-API-001, RPLY-MODE-001 report it)")
+		}
+		suite.Check(req, check.Replayed(first, suite.Do(ctx, keyed), "parent_task_id", "session_id"))
+		other := keyed
+		other.Body = map[string]any{"mode": "exact", "reason": "conform: another body for the same key"}
+		suite.Check(req, check.Refused(suite.Do(ctx, other), []int{http.StatusConflict}, "idempotency_key_reused"))
+	})
+
+	It("refuses to replay a task that does not exist with 404 resource_not_found", suite.Req("RPLY-API-008"), func(ctx SpecContext) {
+		needReplay()
+		unknown := "task_conform_unknown_" + suite.Key("rp")
+		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/tasks/" + client.Seg(unknown) + "/replay", Body: map[string]any{"mode": "exact"}})
+		if err := check.Refused(resp, []int{http.StatusNotFound}, "resource_not_found"); err != nil {
+			suite.Check("RPLY-API-008", fmt.Errorf("POST /v1/tasks/%s/replay, a task that does not exist: %w", unknown, err))
 		}
 	})
 

@@ -124,7 +124,8 @@ const (
 // it. A setup that ended on a transport error leaves it unmade: the next
 // spec tries again.
 var fxShared struct {
-	r *fixtureRun
+	r   *fixtureRun
+	gen int64 // suite.Restarts() when it was made
 }
 
 // theFixture returns the target's fixture run, making it on first use. A
@@ -141,8 +142,9 @@ func theFixture(ctx context.Context) *fixtureRun {
 		suite.Unverified("the target does not advertise the conform.scenarios hook, so the fixture's source task (its recorded dependencies) cannot be run on it",
 			remedyFxSteps)
 	}
-	if fxShared.r == nil {
-		fxShared.r = runFixture(ctx, fxTarget, 2)
+	if fxShared.r == nil || fxShared.gen != suite.Restarts() {
+		gen := suite.Restarts()
+		fxShared.r, fxShared.gen = runFixture(ctx, fxTarget, 2), gen
 	}
 	return fxShared.r
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
@@ -46,11 +47,40 @@ func llmResponse(text string) map[string]any {
 	return map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": text}}}}
 }
 
-// depRun is the shared source with recorded dependencies and its exact
-// replay.
+// depRun is the shared source with recorded dependencies, its exact
+// replay and (made on first use) its replay from checkpoint cp1.
 type depRun struct {
-	src   *source
-	exact *replayRun
+	src    *source
+	exact  *replayRun
+	fromCP *replayRun
+	gen    int64 // suite.Restarts() when it was made
+}
+
+// fromCheckpoint is the shared from_checkpoint replay of the source from
+// its checkpoint cp1 (by checkpoint_id), and the checkpoint's position in
+// the source's log.
+func (d *depRun) fromCheckpoint(ctx context.Context) (*replayRun, int) {
+	GinkgoHelper()
+	cp := -1
+	for i, e := range d.src.events {
+		if str(e, "event") == "agent.checkpoint" && payloadStr(e, "checkpoint_id") == "cp1" {
+			cp = i
+		}
+	}
+	if cp < 0 {
+		suite.Unverified(fmt.Sprintf("the source task %s emitted no agent.checkpoint cp1 (events %v)", d.src.id, kinds(d.src.events)), remedyHookReplay)
+	}
+	if d.fromCP == nil {
+		d.fromCP = replayOf(ctx, d.src.id, map[string]any{"mode": "from_checkpoint", "checkpoint_id": "cp1"})
+	}
+	r := d.fromCP
+	switch {
+	case !r.accepted():
+		suite.Unverified(fmt.Sprintf("the from_checkpoint replay of %s from cp1 was refused: %s %s", d.src.id, r.resp, fxClip(r.resp.Body)), "accept the replay request (RPLY-API-001, RPLY-MODE-001 report it)")
+	case r.why != "":
+		suite.Unverified("the from_checkpoint replay from cp1: "+r.why, "let the replay task finish within --task-timeout and serve its events")
+	}
+	return r, cp
 }
 
 var depShared *depRun
@@ -58,9 +88,10 @@ var depShared *depRun
 func theDeps(ctx context.Context) *depRun {
 	GinkgoHelper()
 	needHook("a source task with recorded dependencies")
-	if depShared == nil {
+	if depShared == nil || depShared.gen != suite.Restarts() {
+		gen := suite.Restarts()
 		src := submitSource(ctx, "", depSteps(), "conform replay: a source with recorded dependencies")
-		depShared = &depRun{src: src, exact: replayOf(ctx, src.id, map[string]any{"mode": "exact"})}
+		depShared = &depRun{src: src, exact: replayOf(ctx, src.id, map[string]any{"mode": "exact"}), gen: gen}
 	}
 	return depShared
 }
@@ -71,12 +102,14 @@ var retainShared *struct {
 	src   *source
 	key   string
 	exact *replayRun
+	gen   int64
 }
 
 func theRetain(ctx context.Context) (*source, string, *replayRun) {
 	GinkgoHelper()
 	needHook("a source task whose material was not retained (retain: false)")
-	if retainShared == nil {
+	if retainShared == nil || retainShared.gen != suite.Restarts() {
+		gen := suite.Restarts()
 		src := submitSource(ctx, "", []any{
 			map[string]any{"op": "model_call", "call_id": "gone:1", "response": llmResponse("conform unretained answer"), "retain": false},
 			map[string]any{"op": "complete"},
@@ -86,7 +119,8 @@ func theRetain(ctx context.Context) (*source, string, *replayRun) {
 			src   *source
 			key   string
 			exact *replayRun
-		}{src, key, replayOf(ctx, src.id, map[string]any{"mode": "exact"})}
+			gen   int64
+		}{src, key, replayOf(ctx, src.id, map[string]any{"mode": "exact"}), gen}
 	}
 	r := retainShared
 	r.src.needKey(r.key, "the model_call gone:1 (retain: false)")
@@ -127,36 +161,28 @@ func messageText(evs []map[string]any, call string) (string, bool) {
 	return "", false
 }
 
-// content is what a replayed event carries of its dependency's material:
-// the payload members a substitution changes (docs/scenarios.md).
-func content(e map[string]any) string {
-	p, _ := e["payload"].(map[string]any)
-	out := map[string]any{"event": e["event"]}
-	for _, k := range []string{"text", "output", "value_ms", "sha256", "memories", "input", "status", "name"} {
-		if v, ok := p[k]; ok {
-			out[k] = v
-		}
-	}
-	return jsonOf(out)
-}
-
-// sameContent checks that every replayed event of rep carries the content
-// of the source event it stands for, except those of the keys in skip.
-func sameContent(req string, src *source, rep *replayRun, skip map[string]bool) int {
-	byID := map[string]map[string]any{}
-	for _, e := range src.events {
-		byID[str(e, "id")] = e
-	}
+// sameContent pairs rep's output with the source by order and content
+// (replaydet.Pair; from: a from_checkpoint boundary, else -1) and checks
+// that every output event stands for a source event, as recorded (or, for
+// a source event of a key in applied, as substituted), and that none of
+// the source's model outputs and tool results was left out. It returns how
+// many output events stand for a source event. Order is RPLY-LOG-001's
+// and the checkpoint boundary RPLY-MODE-005's: not judged here.
+func sameContent(req string, src *source, rep *replayRun, applied map[string]bool, from int) int {
+	pairs := replaydet.Pair(src.events, rep.output(), from, substitutedBy(applied))
 	n := 0
-	for _, e := range rep.replayed() {
-		o := byID[str(replayMeta(e), "original_event_id")]
-		if o == nil || skip[payloadStr(e, "override_key")] {
+	for _, pr := range pairs.Pairs {
+		if pr.Place != replaydet.Unsourced {
+			n++
 			continue
 		}
-		n++
-		if a, b := content(o), content(e); a != b {
-			suite.Check(req, fmt.Errorf("replay task %s (mode %s), event %s stands for source event %s but carries %s, want the source's %s", rep.id, taskMode(rep.answer), str(e, "id"), str(o, "id"), b, a))
-		}
+		e := pr.Out
+		suite.Check(req, fmt.Errorf("replay task %s (mode %s), event %s carries %s (replayed %s, replay.original_event_id %s), which no event of the source %s after its boundary has: material the replay did not take from the source's log",
+			rep.id, taskMode(rep.answer), str(e, "id"), replaydet.Content(e), jsonOf(e["replayed"]), jsonOf(replayMeta(e)["original_event_id"]), src.id))
+	}
+	for _, i := range pairs.Missed {
+		o := src.events[i]
+		suite.Check(req, fmt.Errorf("replay task %s (mode %s) replays nothing for the source's %s %s (%s): its recorded output is missing from the replay", rep.id, taskMode(rep.answer), str(o, "event"), str(o, "id"), replaydet.Content(o)))
 	}
 	return n
 }
@@ -208,12 +234,7 @@ var _ = Describe("Replay modes", func() {
 		const req = "RPLY-MODE-002"
 		p := thePlain(ctx)
 		if p.exact.status == check.Completed {
-			if want, ok := messageText(p.src.events, ""); ok {
-				if got, ok := messageText(p.exact.replayed(), ""); !ok || got != want {
-					suite.Check(req, fmt.Errorf("exact replay %s of plain task %s: the replayed agent.message says %q, want the source's %q", p.exact.id, p.src.id, got, want))
-				}
-			}
-			sameContent(req, p.src, p.exact, nil)
+			sameContent(req, p.src, p.exact, nil, -1)
 		} else {
 			suite.Check(req, fmt.Errorf("the exact replay %s of the plain task %s ended %s, want COMPLETED: its material was all recorded", p.exact.id, p.src.id, p.exact.status))
 		}
@@ -224,8 +245,8 @@ var _ = Describe("Replay modes", func() {
 		}
 		if d.exact.status != check.Completed {
 			suite.Check(req, fmt.Errorf("the exact replay %s of task %s (every dependency recorded) ended %s, want COMPLETED", d.exact.id, d.src.id, d.exact.status))
-		} else if n := sameContent(req, d.src, d.exact, nil); n == 0 {
-			suite.NothingToCheck(req, fmt.Sprintf("the exact replay %s names no source event in replay.original_event_id", d.exact.id), "carry replay.original_event_id (RPLY-META-003)")
+		} else if n := sameContent(req, d.src, d.exact, nil, -1); n == 0 {
+			suite.NothingToCheck(req, fmt.Sprintf("the exact replay %s emitted no event that stands for a source event (events %v)", d.exact.id, kinds(d.exact.events)), "replay the source's agent events (docs/replay.md, \"The replay task\")")
 		}
 		src, key, r := theRetain(ctx)
 		if r.status != check.Failed || len(ofKind(r.events, "replay.failed")) == 0 {
@@ -241,10 +262,10 @@ var _ = Describe("Replay modes", func() {
 		text := "conform override: " + suite.Key("m3")
 		r := mustReplay(ctx, d.src.id, overrideLLM(d.src, key, text), "a with_overrides replay of "+key)
 		r.completed("the with_overrides replay")
-		if got, ok := messageText(r.replayed(), "main:1"); !ok || got != text {
+		if got, ok := messageText(r.output(), "main:1"); !ok || got != text {
 			suite.Check(req, fmt.Errorf("with_overrides replay %s of %s, overriding %s: the replayed agent.message of call main:1 says %q (present: %v), want the override's %q", r.id, d.src.id, key, got, ok, text))
 		}
-		sameContent(req, d.src, r, map[string]bool{key: true})
+		sameContent(req, d.src, r, map[string]bool{key: true}, -1)
 	})
 
 	It("refuses from_checkpoint without checkpoint_id or checkpoint_event_id (400 invalid_request) and starts no replay", suite.Req("RPLY-MODE-004"), func(ctx SpecContext) {
@@ -264,48 +285,40 @@ var _ = Describe("Replay modes", func() {
 		const req = "RPLY-MODE-005"
 		p := thePlain(ctx)
 		if i := firstReplayable(p.src); i >= 0 {
-			judgeCheckpoint(ctx, p.src, map[string]any{"mode": "from_checkpoint", "checkpoint_event_id": str(p.src.events[i], "id")}, i, false)
+			body := map[string]any{"mode": "from_checkpoint", "checkpoint_event_id": str(p.src.events[i], "id")}
+			judgeCheckpoint(p.src, mustReplay(ctx, p.src.id, body, fmt.Sprintf("a from_checkpoint replay %s", jsonOf(body))), body, i, false)
 		} else {
 			suite.NothingToCheck(req, fmt.Sprintf("the plain task %s emitted no agent event to name as a checkpoint (events %v)", p.src.id, kinds(p.src.events)), remedyHookReplay)
 		}
 		needHook("a source task with a checkpoint")
 		d := theDeps(ctx)
-		cp := -1
-		for i, e := range d.src.events {
-			if str(e, "event") == "agent.checkpoint" && payloadStr(e, "checkpoint_id") == "cp1" {
-				cp = i
-			}
-		}
-		if cp < 0 {
-			suite.Unverified(fmt.Sprintf("the source task %s emitted no agent.checkpoint cp1 (events %v)", d.src.id, kinds(d.src.events)), remedyHookReplay)
-		}
-		judgeCheckpoint(ctx, d.src, map[string]any{"mode": "from_checkpoint", "checkpoint_id": "cp1"}, cp, true)
-		judgeCheckpoint(ctx, d.src, map[string]any{"mode": "from_checkpoint", "checkpoint_event_id": str(d.src.events[cp], "id")}, cp, true)
+		r, cp := d.fromCheckpoint(ctx)
+		judgeCheckpoint(d.src, r, map[string]any{"mode": "from_checkpoint", "checkpoint_id": "cp1"}, cp, true)
+		body := map[string]any{"mode": "from_checkpoint", "checkpoint_event_id": str(d.src.events[cp], "id")}
+		judgeCheckpoint(d.src, mustReplay(ctx, d.src.id, body, fmt.Sprintf("a from_checkpoint replay %s", jsonOf(body))), body, cp, true)
 	})
 })
 
-// judgeCheckpoint replays src from a checkpoint at source position at and
-// checks that only later events were replayed (and, when some must be,
-// that some were).
-func judgeCheckpoint(ctx context.Context, src *source, body map[string]any, at int, some bool) {
+// judgeCheckpoint judges r, a replay of src from a checkpoint at source
+// position at: every output event stands, by order and content, for a
+// source event after the boundary (none at or before it, none for no
+// source event), and, when some must be, some were replayed.
+func judgeCheckpoint(src *source, r *replayRun, body map[string]any, at int, some bool) {
 	GinkgoHelper()
 	const req = "RPLY-MODE-005"
-	r := mustReplay(ctx, src.id, body, fmt.Sprintf("a from_checkpoint replay %s", jsonOf(body)))
-	idx := src.index()
-	n := 0
-	for _, e := range r.replayed() {
-		n++ // replayed, whether or not it names its original (RPLY-META-003's)
-		orig := str(replayMeta(e), "original_event_id")
-		pos, ok := idx[orig]
-		if !ok {
-			continue
-		}
-		if pos <= at {
-			suite.Check(req, fmt.Errorf("from_checkpoint replay %s (%s) of %s: event %s (%s) stands for source event %s at position %d, not after the checkpoint boundary %s (position %d)",
-				r.id, jsonOf(body), src.id, str(e, "id"), str(e, "event"), orig, pos, str(src.events[at], "id"), at))
+	pairs := replaydet.Pair(src.events, r.output(), at, nil)
+	for _, pr := range pairs.Pairs {
+		e := pr.Out
+		switch pr.Place {
+		case replaydet.BeforeBoundary:
+			suite.Check(req, fmt.Errorf("from_checkpoint replay %s (%s) of %s: event %s (%s) replays, by its kind and content, source event %s at position %d, not after the checkpoint boundary %s (position %d)",
+				r.id, jsonOf(body), src.id, str(e, "id"), str(e, "event"), str(pr.Src, "id"), pr.SrcIndex, str(src.events[at], "id"), at))
+		case replaydet.Unsourced:
+			suite.Check(req, fmt.Errorf("from_checkpoint replay %s (%s) of %s: event %s carries %s, which no source event after the checkpoint boundary %s (position %d) has",
+				r.id, jsonOf(body), src.id, str(e, "id"), replaydet.Content(e), str(src.events[at], "id"), at))
 		}
 	}
-	if some && n == 0 && r.status == check.Completed {
+	if some && len(pairs.Pairs) == 0 && r.status == check.Completed {
 		suite.Check(req, fmt.Errorf("from_checkpoint replay %s (%s) of %s replayed no source event, but the source has events after the checkpoint", r.id, jsonOf(body), src.id))
 	}
 }
@@ -321,11 +334,11 @@ var _ = Describe("Replay overrides and failures", func() {
 		a.completed("the first with_overrides replay")
 		b.completed("the second with_overrides replay")
 		var ca, cb []string
-		for _, e := range a.replayed() {
-			ca = append(ca, content(e))
+		for _, e := range a.output() {
+			ca = append(ca, replaydet.Content(e))
 		}
-		for _, e := range b.replayed() {
-			cb = append(cb, content(e))
+		for _, e := range b.output() {
+			cb = append(cb, replaydet.Content(e))
 		}
 		if jsonOf(ca) != jsonOf(cb) {
 			suite.Check("RPLY-OVERRIDE-001", fmt.Errorf("two with_overrides replays of %s with the same override map replayed different content: %s (task %s) vs %s (task %s)", d.src.id, jsonOf(ca), a.id, jsonOf(cb), b.id))
@@ -391,7 +404,7 @@ var _ = Describe("Replay overrides and failures", func() {
 		// used: the events of the secret read say its hash (never the
 		// value; docs/scenarios.md, secret_read).
 		want, seen := "sha256:"+hex.EncodeToString(sum[:]), 0
-		for _, e := range r.replayed() {
+		for _, e := range r.output() {
 			h := payloadStr(e, "sha256")
 			if payloadStr(e, "override_key") != key || h == "" {
 				continue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
@@ -21,8 +22,6 @@ import (
 // with --restart-cmd, after a restart of the target too); a cursor the
 // server does not know is 410 cursor_expired. A plain text task of the
 // target's own agent gives the events: no hook needed.
-
-const remedyRestartRange = "give --restart-cmd CMD (or CONFORM_RESTART_CMD) that restarts the target: conform runs it with sh -c and waits for GET /v1 to answer again (docs/ci.md, \"Durability\")"
 
 // rangeLists are the three lists of the plain source's events.
 func rangeLists(p *plainRun) []struct{ name, path string } {
@@ -57,7 +56,14 @@ func ids(evs []map[string]any) []string {
 // after the last id of the page before, until an empty page or upTo events.
 func walk(ctx context.Context, path, cursor string, limit, upTo int) ([]string, error) {
 	GinkgoHelper()
-	var got []string
+	evs, err := walkEvents(ctx, path, cursor, limit, upTo)
+	return ids(evs), err
+}
+
+// walkEvents is walk that keeps the events as they were read.
+func walkEvents(ctx context.Context, path, cursor string, limit, upTo int) ([]map[string]any, error) {
+	GinkgoHelper()
+	var got []map[string]any
 	for len(got) < upTo {
 		pg, _, err := readRange(ctx, path, cursor, limit)
 		if err != nil {
@@ -69,7 +75,7 @@ func walk(ctx context.Context, path, cursor string, limit, upTo int) ([]string, 
 		if len(pg) == 0 {
 			break
 		}
-		got = append(got, ids(pg)...)
+		got = append(got, pg...)
 		cursor = str(pg[len(pg)-1], "id")
 	}
 	return got, nil
@@ -203,28 +209,73 @@ func sessionAfter(ctx context.Context, path, cursor string) []string {
 	return nil
 }
 
-// The durability part of RPLY-RANGE-002 restarts the target: one Serial
-// spec, as CORE-DUR's.
-var _ = Describe("Event ranges across a restart", Serial, func() {
-	It("returns the same events for a range read before and after a restart of the target", suite.Req("RPLY-RANGE-002"), func(ctx SpecContext) {
+// The durability parts of RPLY-RANGE-002 and RPLY-RETAIN-001 restart the
+// target: one Serial spec, as CORE-DUR's, through the same suite.Restart
+// (it waits for GET /v1 and proves the restart). A source task (with
+// recorded dependencies when the scenario hook is there, a plain one
+// otherwise) and an exact replay of it are made before the restart; after
+// it, the same range reads the same events (RPLY-RANGE-002), the source's
+// and the replay's whole histories read the same, and the source can still
+// be replayed in full: a new exact replay completes with the same output
+// (RPLY-RETAIN-001, docs/interpretations.md#replay-retention).
+var _ = Describe("Replay across a restart", Serial, func() {
+	It("keeps event ranges, histories and replayability across a restart of the target", suite.Req("RPLY-RANGE-002", "RPLY-RETAIN-001"), func(ctx SpecContext) {
 		needReplay()
-		env := suite.Env()
-		if env.Restart == nil {
-			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether event ranges survive a restart", remedyRestartRange)
+		if suite.Env().Restart == nil {
+			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether event ranges and histories survive a restart", suite.RemedyRestart)
 		}
-		src := submitSource(ctx, "", nil, "conform replay: a range across a restart")
+		const retain = "RPLY-RETAIN-001"
+		var steps []any
+		if hooked() {
+			steps = depSteps()
+		}
+		src := submitSource(ctx, "", steps, "conform replay: a history across a restart")
 		path := "/v1/tasks/" + client.Seg(src.id) + "/events"
 		first := str(src.events[0], "id")
 		before, _, err := readRange(ctx, path, first, 5)
 		suite.Must("RPLY-RANGE-002", err)
-		out, err := env.Restart(ctx)
-		if err != nil {
-			suite.Unverified(fmt.Sprintf("the restart command failed: %v: %s", err, fxClip([]byte(out))), remedyRestartRange)
-		}
+		pre := mustReplay(ctx, src.id, map[string]any{"mode": "exact"}, "the exact replay before the restart")
+		pre.completed("the exact replay before the restart")
+
+		suite.Restart(ctx, "/v1/sessions/"+client.Seg(src.session)+"/events/stream")
+
 		after, _, err := readRange(ctx, path, first, 5)
-		suite.Must("RPLY-RANGE-002", err)
-		if jsonOf(before) != jsonOf(after) {
+		if suite.Check("RPLY-RANGE-002", err) && jsonOf(before) != jsonOf(after) {
 			suite.Check("RPLY-RANGE-002", fmt.Errorf("GET %s?after_event_id=%s&limit=5: %s before the restart, %s after: want the same events", path, first, jsonOf(before), jsonOf(after)))
+		}
+		for _, h := range []struct {
+			what, task string
+			evs        []map[string]any
+		}{{"the source task", src.id, src.events}, {"its exact replay", pre.id, pre.events}} {
+			now, err := tgt.events(ctx, h.task)
+			switch {
+			case err != nil:
+				suite.Check(retain, fmt.Errorf("after the restart, the history of %s %s cannot be read: %v", h.what, h.task, err))
+			case len(now) < len(h.evs) || jsonOf(now[:len(h.evs)]) != jsonOf(h.evs):
+				// (Events after them, a late one of the task's own, may follow.)
+				suite.Check(retain, fmt.Errorf("GET /v1/tasks/%s/events (%s): %d events %v before the restart, %d %v after it: want the whole history, the same events", h.task, h.what, len(h.evs), ids(h.evs), len(now), ids(now)))
+			}
+		}
+		r := replayOf(ctx, src.id, map[string]any{"mode": "exact"})
+		switch {
+		case !r.accepted():
+			suite.Check(retain, fmt.Errorf("after the restart, POST /v1/tasks/%s/replay (exact) of a task that ran before it: %s %s, want it replayed: the history is kept for replay, restarts included", src.id, r.resp, fxClip(r.resp.Body)))
+		case r.why != "":
+			suite.NothingToCheck(retain, "the exact replay after the restart: "+r.why, "let the replay task finish within --task-timeout and serve its events")
+		case r.status != check.Completed:
+			b, _ := r.task["failure"].(map[string]any)
+			suite.Check(retain, fmt.Errorf("after the restart, the exact replay %s of task %s, which ran before it, ended %s (failure %s); the same replay before the restart completed: the history is kept for replay, restarts included", r.id, src.id, r.status, jsonOf(b)))
+		default:
+			var a, b []string
+			for _, e := range pre.output() {
+				a = append(a, replaydet.Content(e))
+			}
+			for _, e := range r.output() {
+				b = append(b, replaydet.Content(e))
+			}
+			if jsonOf(a) != jsonOf(b) {
+				suite.Check(retain, fmt.Errorf("the exact replay of task %s replays %s after the restart (task %s), %s before it (task %s): want the same history replayed in full", src.id, jsonOf(b), r.id, jsonOf(a), pre.id))
+			}
 		}
 	})
 })

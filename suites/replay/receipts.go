@@ -11,7 +11,7 @@ import (
 	"github.com/harn-conform/conform/internal/suite"
 )
 
-// Replay receipt deltas (RPLY-DELTA-001..005; spec 002, "Receipt deltas";
+// Replay receipt deltas (RPLY-DELTA-001..006; spec 002, "Receipt deltas";
 // docs/replay.md, "The receipt"): the receipt of the fixture's completed
 // with_overrides replay has one delta per applied override, each naming
 // its key and the original event or material path, the before and after
@@ -61,6 +61,30 @@ var _ = Describe("Replay receipt deltas", func() {
 				}
 			}
 		}
+	})
+})
+
+var _ = Describe("Replay receipts and hidden reasoning", func() {
+	It("keeps the source run's hidden reasoning out of the replay's receipt", suite.Req("RPLY-DELTA-006"), func(ctx SpecContext) {
+		needReplay()
+		needReceipts()
+		needHook("a source task that reasons")
+		// The agent thinks a canary (the reason step: hidden reasoning no
+		// receipt may reveal), then answers; the exact replay's receipt is
+		// searched for the canary.
+		thought := "conform hidden reasoning " + suite.Key("thought")
+		src := submitSource(ctx, "", []any{
+			map[string]any{"op": "reason", "text": thought, "summary": "weighed the options"},
+			map[string]any{"op": "model_call", "call_id": "main:1", "response": llmResponse("conform answer after reasoning")},
+			map[string]any{"op": "complete"},
+		}, "conform replay: a source that reasons")
+		r := mustReplay(ctx, src.id, map[string]any{"mode": "exact"}, "the exact replay of a source that reasoned")
+		rp := &fxReplay{what: "the exact replay of a source that reasoned", id: r.id, task: r.task, status: r.status}
+		tgt.readReceipt(ctx, rp)
+		if rp.receipt == nil {
+			suite.Unverified(rp.noReceipt, remedyFxReceipt)
+		}
+		suite.Check("RPLY-DELTA-006", check.NoReasoning(fmt.Sprintf("the receipt of replay task %s (an exact replay of %s)", r.id, src.id), rp.receipt, thought))
 	})
 })
 

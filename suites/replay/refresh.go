@@ -62,7 +62,7 @@ var _ = Describe("Replay without refresh", func() {
 		freshID := memory(ctx, ws, fresh)
 		r := mustReplay(ctx, src.id, map[string]any{"mode": "exact"}, "the exact replay of a memory_read")
 		r.completed("the exact replay of a memory_read")
-		got := ofKind(r.replayed(), "agent.memory_read")
+		got := ofKind(r.output(), "agent.memory_read")
 		if len(got) == 0 {
 			suite.Check("RPLY-REFRESH-001", fmt.Errorf("the exact replay %s of %s replayed no agent.memory_read (events %v)", r.id, src.id, kinds(r.events)))
 			suite.Blocked("RPLY-REFRESH-001", "RPLY-REFRESH-002")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -177,18 +178,10 @@ type replayRun struct {
 // accepted reports whether the request got a 2xx with a Task.
 func (r *replayRun) accepted() bool { return r.resp.Status/100 == 2 && r.id != "" }
 
-// replayed are the replay's events that came from replay (fromReplay:
-// marked replayed or carrying replay metadata, not task.* or replay.*), so
-// that the content checks do not hang on the marker RPLY-MARK-001 judges.
-func (r *replayRun) replayed() []map[string]any {
-	var out []map[string]any
-	for _, e := range r.events {
-		if fromReplay(e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+// output is the replay's output: every event of the replay task but its
+// own lifecycle (replaydet.Output), whatever each says of itself
+// (docs/interpretations.md#replay-whole-output).
+func (r *replayRun) output() []map[string]any { return replaydet.Output(r.events) }
 
 // replayOf asks for a replay of source with body (nil: no body at all)
 // and, when it is accepted, follows the replay task to its end and reads
