@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/internal/baseline"
+	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/target"
 )
@@ -92,10 +93,14 @@ func ApplyBaseline(r *Report, reg *requirements.Registry, b *baseline.File) erro
 		sels[i] = l.Selection
 		run[string(l.Level)] = l.Run
 	}
+	failOn := config.FailOnUnverified
+	if r.Gate != nil {
+		failOn = r.Gate.FailOn
+	}
 	r.Levels = levelsOf(sels, r.Requirements, func(id string) bool {
 		q, _ := reg.Lookup(id)
 		return q.Observable
-	})
+	}, failOn)
 	r.Totals = Counts{}
 	for _, q := range r.Requirements {
 		if !run[q.Level] {
@@ -122,7 +127,7 @@ func ApplyBaseline(r *Report, reg *requirements.Registry, b *baseline.File) erro
 	if r.Notes == nil {
 		r.Notes = []string{}
 	}
-	r.ExitCode = exitCode(r)
+	applyGate(r)
 	return nil
 }
 
@@ -134,16 +139,6 @@ func b2i(b bool) int {
 }
 
 const staleNotePrefix = "stale baseline entries: "
-
-// exitCode is ExitCode over the levels, raised to 1 by a stale baseline
-// entry.
-func exitCode(r *Report) int {
-	code := ExitCode(r.Levels)
-	if code == 0 && r.Baseline != nil && len(r.Baseline.Stale) > 0 {
-		code = 1
-	}
-	return code
-}
 
 // BaselineFrom makes a baseline of a report's failing and unverified MUSTs
 // (MUST and MUST NOT), in report order, for `conform baseline write`. Each

@@ -196,8 +196,16 @@ func TestApplyBaselineToStoppedRun(t *testing.T) {
 	if err := ApplyBaseline(r, reg(t), bl("CORE-A-001", "CORE-A-002")); err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode != 2 || r.Levels[0].Status != Partial || !strings.Contains(r.Levels[0].Why, "stopped") {
+	if r.ExitCode != 2 || r.Levels[0].Status != Undecided || !strings.Contains(r.Levels[0].Why, "stopped") {
 		t.Errorf("stopped run after a baseline: core %s (%s), exit %d", r.Levels[0].Status, r.Levels[0].Why, r.ExitCode)
+	}
+	// Stopped before discovery answered: whether receipts is claimed is
+	// not known.
+	if r.Levels[1].Status != Undecided || !strings.Contains(r.Levels[1].Why, "not known") {
+		t.Errorf("stopped run: receipts %s (%s), want undecided", r.Levels[1].Status, r.Levels[1].Why)
+	}
+	if r.Gate == nil || r.Gate.Passed || !strings.HasPrefix(r.Gate.Summary, "not decided (exit 2): the run stopped (reach)") {
+		t.Errorf("stopped run: gate %+v", r.Gate)
 	}
 	checkOutputs(t, r)
 }

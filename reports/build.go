@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/redact"
 	"github.com/harn-conform/conform/internal/requirements"
@@ -72,7 +74,6 @@ func specInRun(env *target.Env, labels []string) bool {
 type specOutcome struct {
 	res     SpecResult
 	reqs    map[string]Evidence
-	curl    string
 	offline bool // a self-check of the suite's verifiers: no verdict on the target
 }
 
@@ -160,7 +161,8 @@ func Build(in Input, gr types.Report) *Report {
 		}
 	}
 	r.Latency = latencies(lat)
-	r.ExitCode = ExitCode(r.Levels)
+	r.Gate = &Gate{FailOn: cmp.Or(in.Env.Config.FailOn, config.FailOnUnverified)}
+	applyGate(r)
 	return scrub(r, in.Env.Redactor)
 }
 
@@ -218,15 +220,14 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 			if a, err := evidence.Decode[evidence.Attachment](e); err == nil {
 				o.res.Evidence = append(o.res.Evidence, a)
 			}
+		case evidence.EntryHook:
+			if h, err := evidence.Decode[evidence.HookUse](e); err == nil {
+				h.How = red.String(h.How)
+				o.res.Hooks = append(o.res.Hooks, h)
+			}
 		case evidence.EntryTranscript:
 			if t, err := evidence.Decode[evidence.Transcript](e); err == nil {
 				o.res.Transcript, o.res.Dropped = t.Exchanges, t.Dropped
-				for _, ex := range t.Exchanges {
-					if ex.Curl != "" {
-						o.curl = ex.Curl
-						break
-					}
-				}
 			}
 		}
 	}
@@ -270,7 +271,7 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 		ev := o.reqs[v.Req]
 		nv := Verdict(v.Verdict)
 		if ev.Verdict == "" || Worse(ev.Verdict, nv) == nv {
-			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Remedy: v.Remedy, Curl: curlFor(o, v.Message)}
+			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Remedy: v.Remedy, Curl: curlFor(o, v.Message, v.At)}
 		}
 	}
 	for _, id := range o.res.Requirements {
@@ -295,10 +296,10 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Unverified, Message: "not checked: blocked by the failure of " + failedReqs(recorded) + " in this spec",
 					Remedy: "fix the failures reported for this spec's other requirements"}
 			} else {
-				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: curlFor(o, msg)}
+				o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Fail, Message: msg, Curl: curlFor(o, msg, 0)}
 			}
 		case Error:
-			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: curlFor(o, msg)}
+			o.reqs[id] = Evidence{Spec: o.res.Name, Verdict: Error, Message: msg, Curl: curlFor(o, msg, 0)}
 		}
 	}
 	if o.res.Verdict == Pass {
@@ -306,23 +307,72 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 			o.res.Verdict = Worse(o.res.Verdict, e.Verdict)
 		}
 	}
+	for id, e := range o.reqs {
+		if e.Verdict != Skip {
+			e.Hooks = hooksFor(o.res.Hooks, id)
+			o.reqs[id] = e
+		}
+	}
 	return o
 }
 
-// curlFor picks the reproducer for a finding: the last recorded exchange
-// whose method and path the message names (checks start their messages with
-// "METHOD /path → status"), else the spec's first request.
-func curlFor(o specOutcome, msg string) string {
-	for i := len(o.res.Transcript) - 1; i >= 0; i-- {
-		ex := o.res.Transcript[i]
-		if ex.Curl == "" {
+// hooksFor names the test hooks a spec's verdict on requirement id rests
+// on: those it used for every requirement it names, or for id.
+func hooksFor(uses []evidence.HookUse, id string) []string {
+	var out []string
+	for _, u := range uses {
+		if (len(u.Requirements) == 0 || slices.Contains(u.Requirements, id)) && !slices.Contains(out, u.Hook) {
+			out = append(out, u.Hook)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exchangeNamed finds "METHOD /path" in a finding's message (checks start
+// their messages with "METHOD /path → status"; the OpenAPI oracle names
+// the operation's path template, "GET /v1/tasks/{task_id}").
+var exchangeNamed = regexp.MustCompile(`\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (/[^\s?#:→,;)]*)`)
+
+// curlFor picks the reproducer for a finding: the failing exchange. at is
+// how many exchanges the spec had made when the finding was recorded
+// (0: not known, the spec's end). It is the last exchange up to at that
+// the message names (its method, and a path that ends with the one named,
+// a template's {parameters} matching any segment); for a message that
+// names none, the last exchange up to at. A named exchange the transcript
+// does not hold (dropped past its limit) gives no reproducer rather than
+// another exchange's.
+func curlFor(o specOutcome, msg string, at int) string {
+	tr := o.res.Transcript
+	end := len(tr)
+	if at > 0 && at < end {
+		end = at
+	}
+	m := exchangeNamed.FindStringSubmatch(msg)
+	if m == nil {
+		for i := end - 1; i >= 0; i-- {
+			if tr[i].Curl != "" {
+				return tr[i].Curl
+			}
+		}
+		return ""
+	}
+	pat := regexp.QuoteMeta(m[2])
+	pat = regexp.MustCompile(`\\\{[^/]*?\\\}`).ReplaceAllString(pat, `[^/]+`)
+	re, err := regexp.Compile(pat + `$`)
+	if err != nil {
+		return ""
+	}
+	for i := end - 1; i >= 0; i-- {
+		ex := tr[i]
+		if ex.Curl == "" || ex.Method != m[1] {
 			continue
 		}
-		if u, err := url.Parse(ex.URL); err == nil && strings.Contains(msg, ex.Method+" "+u.EscapedPath()) {
+		if u, err := url.Parse(ex.URL); err == nil && (re.MatchString(u.Path) || re.MatchString(u.EscapedPath())) {
 			return ex.Curl
 		}
 	}
-	return o.curl
+	return ""
 }
 
 // failedReqs names the requirements whose checks failed in a spec.
@@ -378,12 +428,21 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 				notApplicable = append(notApplicable, ev)
 			} else {
 				judged = append(judged, ev)
+				for _, h := range ev.Hooks {
+					if !slices.Contains(res.Hooks, h) {
+						res.Hooks = append(res.Hooks, h)
+					}
+				}
 			}
 		}
+		sort.Strings(res.Hooks)
 		sel := in.Env.Selected(q.Level)
+		checked, notChecked := in.Env.AreaChecked(q.ID)
 		switch {
 		case !sel.Run:
-			res.Verdict, res.Message = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason)
+			res.Verdict, res.Message, res.Hooks = Skip, fmt.Sprintf("level %s not checked: %s", q.Level, sel.Reason), nil
+		case !checked && q.Observable:
+			res.Verdict, res.Message, res.Hooks, res.Evidence, res.OptedOut = Skip, "not checked: "+notChecked, nil, nil, true
 		case len(judged) > 0:
 			res.Verdict = Pass
 			for _, ev := range judged {
@@ -392,12 +451,27 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 					res.Evidence = append(res.Evidence, ev)
 				}
 			}
-			// The message and remedy come from the most severe evidence.
+			// The message and remedy come from the most severe evidence,
+			// and so do the hooks of a verdict other than pass: a failure
+			// rests on the specs that saw it, a pass on every spec.
+			found := false
+			var hooks []string
 			for _, ev := range res.Evidence {
-				if ev.Verdict == res.Verdict {
-					res.Message, res.Remedy = ev.Message, ev.Remedy
-					break
+				if ev.Verdict != res.Verdict {
+					continue
 				}
+				if !found {
+					res.Message, res.Remedy, found = ev.Message, ev.Remedy, true
+				}
+				for _, h := range ev.Hooks {
+					if !slices.Contains(hooks, h) {
+						hooks = append(hooks, h)
+					}
+				}
+			}
+			if res.Verdict != Pass {
+				sort.Strings(hooks)
+				res.Hooks = hooks
 			}
 		case !q.Observable:
 			res.Verdict, res.Message = Skip, "not wire-observable: "+q.Reason
@@ -414,12 +488,13 @@ func rollUpRequirements(in Input, outcomes []specOutcome) []ReqResult {
 	return out
 }
 
-// rollUpLevels gives every level its status from its requirements.
+// rollUpLevels gives every level its status from its requirements, and
+// marks what fails the gate.
 func rollUpLevels(in Input, reqs []ReqResult) []LevelResult {
 	return levelsOf(in.Env.Levels, reqs, func(id string) bool {
 		r, _ := in.Registry.Lookup(id)
 		return r.Observable
-	})
+	}, in.Env.Config.FailOn)
 }
 
 // blocksConformance says whether an unverified requirement keeps its level
@@ -429,26 +504,31 @@ func blocksConformance(q ReqResult, observable func(id string) bool) bool {
 	return requirements.Keyword(q.Keyword).Mandatory() && observable(q.ID)
 }
 
-// levelsOf computes each selected level's status. A requirement a baseline
-// expects (ReqResult.Expected) is counted under its verdict and as
-// expected, but blocks nothing.
-func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id string) bool) []LevelResult {
+// levelsOf computes each selected level's status, and marks in reqs what
+// fails the gate (ReqResult.Gate) under failOn (config.FailOn…). A
+// requirement a baseline expects (ReqResult.Expected) is counted under its
+// verdict and as expected, but blocks nothing; one the run left out by the
+// user's choice of areas (ReqResult.OptedOut) keeps its level from
+// "conformant" but never fails the gate.
+func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id string) bool, failOn string) []LevelResult {
 	var out []LevelResult
 	for _, sel := range sels {
 		lr := LevelResult{Selection: sel}
-		var failed, errored, unverified, expected []string
+		var failed, errored, unverified, expected, optedOut []string
 		remedies := map[string][]string{}
 		var order []string
-		for _, q := range reqs {
+		for i := range reqs {
+			q := &reqs[i]
 			if q.Level != string(sel.Level) {
 				continue
 			}
+			q.Gate = ""
 			lr.Counts.add(q.Verdict)
 			if q.Stale {
 				lr.Counts.Stale++
 			}
 			mandatory := requirements.Keyword(q.Keyword).Mandatory()
-			if q.Verdict == Unverified && blocksConformance(q, observable) {
+			if q.Verdict == Unverified && blocksConformance(*q, observable) {
 				rm := q.Remedy
 				if rm == "" {
 					rm = "none available yet: the suite cannot verify this requirement against any target (" + q.Message + ")"
@@ -457,6 +537,9 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 					order = append(order, rm)
 				}
 				remedies[rm] = append(remedies[rm], q.ID)
+			}
+			if q.OptedOut && blocksConformance(*q, observable) {
+				optedOut = append(optedOut, q.ID)
 			}
 			if q.Expected && q.Verdict != Error {
 				lr.Counts.Expected++
@@ -468,7 +551,7 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 				failed = append(failed, q.ID)
 			case q.Verdict == Error:
 				errored = append(errored, q.ID)
-			case q.Verdict == Unverified && blocksConformance(q, observable):
+			case q.Verdict == Unverified && blocksConformance(*q, observable):
 				unverified = append(unverified, q.ID)
 			}
 		}
@@ -488,10 +571,15 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 			lr.Status, lr.Why = Partial, fmt.Sprintf("%d requirement(s) could not be checked (suite or network error): %s", len(errored), list(errored))
 		case len(unverified) > 0:
 			lr.Status, lr.Why = Partial, fmt.Sprintf("%d observable MUST requirement(s) are unverified: %s", len(unverified), list(unverified))
+		case len(optedOut) > 0:
+			lr.Status, lr.Why = Partial, "every observable MUST requirement checked passed"
 		case len(expected) > 0:
 			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed or is expected by the baseline"
 		default:
 			lr.Status, lr.Why = Conformant, "every observable MUST requirement passed"
+		}
+		if sel.Run && len(optedOut) > 0 {
+			lr.Why += fmt.Sprintf("; %d observable MUST requirement(s) not checked by choice (--areas, --skip-areas): %s", len(optedOut), list(optedOut))
 		}
 		if sel.Run && len(expected) > 0 {
 			lr.Why += fmt.Sprintf("; %d requirement(s) expected by the baseline: %s", len(expected), list(expected))
@@ -500,10 +588,50 @@ func levelsOf(sels []target.Selection, reqs []ReqResult, observable func(id stri
 			for _, rm := range order {
 				lr.ToVerify = append(lr.ToVerify, Remedy{Remedy: rm, Requirements: remedies[rm]})
 			}
+			lr.MUSTs = tallyMUSTs(string(sel.Level), reqs, observable)
+			gateLevel(reqs, sel.Level, failed, errored, unverified, lr.Status != NotClaimed && failOn != config.FailOnFailures)
 		}
 		out = append(out, lr)
 	}
 	return out
+}
+
+// tallyMUSTs counts a level's observable MUSTs by how they ended and on
+// what evidence: a requirement is verified without a hook only when no
+// spec that judged it used one.
+func tallyMUSTs(level string, reqs []ReqResult, observable func(id string) bool) *MustTally {
+	t := &MustTally{}
+	for _, q := range reqs {
+		if q.Level != level || !requirements.Keyword(q.Keyword).Mandatory() || !observable(q.ID) {
+			continue
+		}
+		t.Observable++
+		switch q.Verdict {
+		case Pass, Warn:
+			if len(q.Hooks) == 0 {
+				t.VerifiedWithoutHook++
+				continue
+			}
+			t.VerifiedWithHook++
+			for _, h := range q.Hooks {
+				if !slices.Contains(t.Hooks, h) {
+					t.Hooks = append(t.Hooks, h)
+				}
+			}
+		case Fail:
+			t.Failed++
+		case Skip:
+			if q.OptedOut {
+				t.NotRequested++
+			} else {
+				t.NotApplicable++
+			}
+		default:
+			t.NotVerified++
+		}
+	}
+	sort.Strings(t.Hooks)
+	return t
 }
 
 func list(ids []string) string {
@@ -511,24 +639,6 @@ func list(ids []string) string {
 		return strings.Join(ids[:8], ", ") + fmt.Sprintf(" and %d more", len(ids)-8)
 	}
 	return strings.Join(ids, ", ")
-}
-
-// ExitCode is the CI gate: 0 every checked level conformant, 1 a level
-// nonconformant or partial for skipped requirements, 2 a suite or network
-// error left a level undecided.
-func ExitCode(levels []LevelResult) int {
-	code := 0
-	for _, l := range levels {
-		switch {
-		case l.Status == Nonconformant:
-			return 1
-		case l.Status == Partial && l.Counts.Error > 0:
-			code = 2
-		case l.Status == Partial && code == 0:
-			code = 1
-		}
-	}
-	return code
 }
 
 func latencies(lat map[string][]float64) []OpLatency {

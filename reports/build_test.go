@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -335,23 +336,39 @@ func ValidateJSON(t *testing.T, b []byte) {
 	}
 }
 
-// The evidence's curl line reproduces the request the finding names, not
-// the spec's first (setup) request.
-func TestEvidenceCurlNamesTheFailingRequest(t *testing.T) {
+// The evidence's curl line reproduces the failing exchange: the last one
+// the finding names, up to when it was recorded (a template path, a base
+// path prefix, the same request sent again later), else the last exchange
+// before it; never the spec's first (setup) request in its place.
+func TestEvidenceCurlIsTheFailingExchange(t *testing.T) {
+	ex := func(method, path, curl string) client.Exchange {
+		return client.Exchange{Kind: "http", Op: method + " " + path, Method: method, URL: "http://h/x" + path, Started: time.Now(), Curl: curl}
+	}
 	tr := evidence.Transcript{Exchanges: []client.Exchange{
-		{Kind: "http", Op: "POST /v1/workspaces", Method: "POST", URL: "http://h/x/v1/workspaces", Started: time.Now(), Curl: "curl setup"},
-		{Kind: "http", Op: "POST /v1/sessions", Method: "POST", URL: "http://h/x/v1/sessions", Started: time.Now(), Curl: "curl sessions"},
+		ex("POST", "/v1/workspaces", "curl setup"),
+		ex("POST", "/v1/sessions", "curl sessions 1"),
+		ex("GET", "/v1/tasks/task_1", "curl task"),
+		ex("POST", "/v1/sessions", "curl sessions 2"),
 	}}
-	for _, tc := range []struct{ msg, want string }{
-		{"POST /x/v1/sessions → 200: status = 200, want 201", "curl sessions"},
-		{"something without a request", "curl setup"},
+	for _, tc := range []struct {
+		msg  string
+		at   int
+		want string
+	}{
+		{"POST /x/v1/sessions → 200: status = 200, want 201", 0, "curl sessions 2"},
+		{"POST /v1/sessions → 200: status = 200, want 201", 2, "curl sessions 1"}, // recorded before the second
+		{"OpenAPI: GET /v1/tasks/{task_id} → 200: /status = \"DONE\": not in the enum", 4, "curl task"},
+		{"something without a request", 1, "curl setup"},
+		{"something without a request", 3, "curl task"},
+		{"something without a request", 0, "curl sessions 2"},
+		{"DELETE /v1/sessions/s_1 → 500: no such exchange recorded", 4, ""},
 	} {
 		gr := run(nil, spec("s", types.SpecStateFailed, tc.msg, []string{"req:CORE-A-001"},
-			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: tc.msg}),
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "fail", Message: tc.msg, At: tc.at}),
 			entry(t, evidence.EntryTranscript, tr)))
 		r := Build(Input{Env: env(core), Registry: reg(t)}, gr)
 		if q := find(r, "CORE-A-001"); len(q.Evidence) != 1 || q.Evidence[0].Curl != tc.want {
-			t.Errorf("message %q: evidence %+v, want curl %q", tc.msg, q.Evidence, tc.want)
+			t.Errorf("message %q at %d: evidence %+v, want curl %q", tc.msg, tc.at, q.Evidence, tc.want)
 		}
 	}
 }
@@ -420,5 +437,119 @@ func TestRequestedUnclaimedLevel(t *testing.T) {
 	r = Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptAsked), Registry: reg(t), Seed: 5}, run(nil, failed))
 	if r.Levels[1].Status != Nonconformant || r.ExitCode != 1 {
 		t.Errorf("unclaimed receipts, asked for, a check failed: status %s, exit %d; want nonconformant, 1", r.Levels[1].Status, r.ExitCode)
+	}
+}
+
+// Each level counts its observable MUSTs by how they ended and on what
+// evidence: verified without any hook only when no spec that judged it
+// used one.
+func TestMustTally(t *testing.T) {
+	hook := func(h string, reqs ...string) types.ReportEntry {
+		return entry(t, evidence.EntryHook, evidence.HookUse{Hook: h, How: "POST /v1/tasks with a conform.scenario", Requirements: reqs})
+	}
+	gr := run(nil,
+		spec("A1 plain", types.SpecStatePassed, "", []string{"req:CORE-A-001"}),
+		spec("A1 and A3 with the hook", types.SpecStatePassed, "", []string{"req:CORE-A-001", "req:CORE-A-003"}, hook(evidence.HookScenarios)),
+		spec("A2 fails", types.SpecStateFailed, "x", []string{"req:CORE-A-002"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "x"}), hook(evidence.HookQuotas, "CORE-A-002")),
+		spec("A2 passes with the scenario hook", types.SpecStatePassed, "", []string{"req:CORE-A-002"}, hook(evidence.HookScenarios)),
+		spec("R1 with the hook, not applicable", types.SpecStateSkipped, "", []string{"req:RCPT-A-001"}, hook(evidence.HookScenarios),
+			entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipNotApplicable, Reason: "no receipts"})),
+	)
+	rcpt := target.Selection{Level: requirements.Receipts, Run: true, Claimed: true, Reason: "claimed"}
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcpt), Registry: reg(t)}, gr)
+	if q := find(r, "CORE-A-001"); !slices.Equal(q.Hooks, []string{evidence.HookScenarios}) || q.Verdict != Pass {
+		t.Errorf("CORE-A-001 = %s with hooks %v, want pass with the scenario hook", q.Verdict, q.Hooks)
+	}
+	// A failure rests on the specs that saw it, not on another's pass.
+	if q := find(r, "CORE-A-002"); !slices.Equal(q.Hooks, []string{evidence.HookQuotas}) || q.Verdict != Fail {
+		t.Errorf("CORE-A-002 = %s with hooks %v, want a failure seen through the quota hook only", q.Verdict, q.Hooks)
+	}
+	if q := find(r, "RCPT-A-001"); q.Hooks != nil || q.Verdict != Skip {
+		t.Errorf("RCPT-A-001 = %s with hooks %v: a spec not applicable rests on nothing", q.Verdict, q.Hooks)
+	}
+	want := []MustTally{
+		{Observable: 2, VerifiedWithHook: 1, Failed: 1, Hooks: []string{evidence.HookScenarios}}, // A-004 is not observable, A-003 a SHOULD
+		{Observable: 1, NotApplicable: 1},
+	}
+	for i, l := range r.Levels {
+		if l.MUSTs == nil || fmt.Sprint(*l.MUSTs) != fmt.Sprint(want[i]) {
+			t.Errorf("%s MUSTs = %+v, want %+v", l.Level, l.MUSTs, want[i])
+		}
+	}
+	var tb bytes.Buffer
+	WriteTable(&tb, r)
+	if !strings.Contains(tb.String(), "NO-HOOK") || !strings.Contains(tb.String(), "(HOOK: conform.scenarios)") {
+		t.Errorf("the table does not show the MUSTs' evidence:\n%s", tb.String())
+	}
+	checkOutputs(t, r)
+}
+
+// The gate: failed MUSTs fail it (exit 1) before errors (exit 2); an
+// unverified observable MUST fails the default gate and is only listed
+// under --fail-on failures; an area left out is not requested — never a
+// failure of the gate, never "conformant".
+func TestGate(t *testing.T) {
+	unv := entry(t, evidence.EntrySkip, evidence.Skip{Kind: evidence.SkipUnverified, Reason: "no hook", Remedy: "implement the hook"})
+	fail := entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-002", Verdict: "fail", Message: "GET /v1/x → 500"})
+	pass1 := spec("A1", types.SpecStatePassed, "", []string{"req:CORE-A-001"})
+	for _, tc := range []struct {
+		name                string
+		failOn, skipAreas   string
+		specs               []types.SpecReport
+		exit                int
+		status              LevelStatus
+		gate                map[string]string // requirement -> its gate mark
+		summary, verdict    string
+		unverified, optedAt []string
+	}{
+		{"strict, unverified", config.FailOnUnverified, "", []types.SpecReport{pass1, spec("A2", types.SpecStateSkipped, "", []string{"req:CORE-A-002"}, unv)},
+			1, Partial, map[string]string{"CORE-A-002": GateUnverified}, "failed (--fail-on unverified, exit 1): 1 observable MUST(s) unverified: CORE-A-002", "NOT conformant", []string{"CORE-A-002"}, nil},
+		{"failures only, unverified", config.FailOnFailures, "", []types.SpecReport{pass1, spec("A2", types.SpecStateSkipped, "", []string{"req:CORE-A-002"}, unv)},
+			0, Partial, map[string]string{}, "passed (--fail-on failures): no requirement of the levels checked fails it; 1 observable MUST(s) unverified, which do not fail this gate: CORE-A-002",
+			"no failures, but not conformant: 1 unverified MUST (the gate fails on failures only)", []string{"CORE-A-002"}, nil},
+		{"failures only, a failure", config.FailOnFailures, "", []types.SpecReport{pass1, spec("A2", types.SpecStateFailed, "x", []string{"req:CORE-A-002"}, fail)},
+			1, Nonconformant, map[string]string{"CORE-A-002": GateFail}, "failed (--fail-on failures, exit 1): 1 MUST(s) failed: CORE-A-002", "NOT conformant", nil, nil},
+		{"a failure beats an error", config.FailOnUnverified, "", []types.SpecReport{spec("A1", types.SpecStateFailed, "t", []string{"req:CORE-A-001"},
+			entry(t, evidence.EntryVerdict, evidence.Verdict{Req: "CORE-A-001", Verdict: "error", Message: "timeout"})), spec("A2", types.SpecStateFailed, "x", []string{"req:CORE-A-002"}, fail)},
+			1, Nonconformant, map[string]string{"CORE-A-001": GateError, "CORE-A-002": GateFail}, "failed (--fail-on unverified, exit 1): 1 MUST(s) failed: CORE-A-002; 1 requirement(s) could not be checked", "NOT conformant", nil, nil},
+		{"an area left out", config.FailOnUnverified, "CORE-A", []types.SpecReport{pass1, spec("A2", types.SpecStateFailed, "x", []string{"req:CORE-A-002"}, fail)},
+			0, Partial, map[string]string{}, "passed (--fail-on unverified): no requirement of the levels checked fails it; 2 observable MUST(s) not checked by choice (--areas, --skip-areas): CORE-A-001, CORE-A-002",
+			"conformant apart from 2 MUSTs not checked by choice", nil, []string{"CORE-A-001", "CORE-A-002"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := env(core, rcptOff)
+			e.Config.FailOn = tc.failOn
+			if tc.skipAreas != "" {
+				e.Config.SkipAreas = []string{tc.skipAreas}
+			}
+			r := Build(Input{Tool: Tool{"conform", "test"}, Env: e, Registry: reg(t)}, run(nil, tc.specs...))
+			if r.ExitCode != tc.exit || r.Levels[0].Status != tc.status || r.Gate.Passed != (tc.exit == 0) {
+				t.Errorf("exit %d, core %s, gate %+v; want exit %d, %s", r.ExitCode, r.Levels[0].Status, r.Gate, tc.exit, tc.status)
+			}
+			for _, q := range r.Requirements {
+				if q.Gate != tc.gate[q.ID] {
+					t.Errorf("%s (%s) gate %q, want %q", q.ID, q.Verdict, q.Gate, tc.gate[q.ID])
+				}
+				if want := slices.Contains(tc.optedAt, q.ID) || tc.skipAreas != "" && q.ID == "CORE-A-003"; q.OptedOut != want || want && (q.Verdict != Skip || !strings.Contains(q.Message, "skipped with --skip-areas")) {
+					t.Errorf("%s opted out %v (%s: %s), want %v", q.ID, q.OptedOut, q.Verdict, q.Message, want)
+				}
+			}
+			if !strings.HasPrefix(r.Gate.Summary, tc.summary) || verdictLine(r) != tc.verdict {
+				t.Errorf("summary %q\nverdict %q\nwant %q\nand %q", r.Gate.Summary, verdictLine(r), tc.summary, tc.verdict)
+			}
+			if !slices.Equal(r.Gate.Unverified, tc.unverified) && !(len(tc.unverified) == 0 && len(r.Gate.Unverified) == 0) {
+				t.Errorf("gate unverified %v, want %v", r.Gate.Unverified, tc.unverified)
+			}
+			if tc.optedAt != nil && (r.Levels[0].MUSTs.NotRequested != len(tc.optedAt) || !strings.Contains(r.Levels[0].Why, "not checked by choice")) {
+				t.Errorf("core MUSTs %+v, why %q", r.Levels[0].MUSTs, r.Levels[0].Why)
+			}
+			var tb bytes.Buffer
+			WriteTable(&tb, r)
+			if !strings.HasPrefix(tb.String(), "GATE "+tc.summary) {
+				t.Errorf("the console does not open on the gate:\n%s", tb.String())
+			}
+			checkOutputs(t, r)
+		})
 	}
 }

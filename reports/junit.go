@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,14 +21,40 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      seconds     `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Cases     []junitCase `xml:"testcase"`
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       seconds         `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+// levelProperties are a level's testsuite properties: its status and how
+// its observable MUSTs ended (docs/report-format.md#junitxml).
+func levelProperties(r *Report, level string) []junitProperty {
+	for _, l := range r.Levels {
+		if string(l.Level) != level {
+			continue
+		}
+		ps := []junitProperty{{Name: "status", Value: string(l.Status)}}
+		if m := l.MUSTs; m != nil {
+			for _, p := range []struct {
+				name string
+				n    int
+			}{{"musts_observable", m.Observable}, {"musts_verified_without_hook", m.VerifiedWithoutHook}, {"musts_verified_with_hook", m.VerifiedWithHook},
+				{"musts_failed", m.Failed}, {"musts_not_verified", m.NotVerified}, {"musts_not_applicable", m.NotApplicable}} {
+				ps = append(ps, junitProperty{Name: p.name, Value: fmt.Sprint(p.n)})
+			}
+			if len(m.Hooks) > 0 {
+				ps = append(ps, junitProperty{Name: "musts_hooks", Value: strings.Join(m.Hooks, ",")})
+			}
+		}
+		return ps
+	}
+	return nil
 }
 
 // seconds renders a duration attribute with millisecond precision.
@@ -129,7 +156,7 @@ func junitPerRequirement(r *Report) junitSuites {
 		specs[s.Name] = s
 	}
 	for _, level := range levels {
-		js := &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt}
+		js := &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt, Properties: levelProperties(r, level)}
 		for _, q := range r.Requirements {
 			if q.Level != level {
 				continue
@@ -152,6 +179,12 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 	if q.Expected {
 		c.Properties = append(c.Properties, junitProperty{Name: "expected", Value: "true"})
 	}
+	switch {
+	case len(q.Hooks) > 0:
+		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "with_hook"}, junitProperty{Name: "hooks", Value: strings.Join(q.Hooks, ",")})
+	case q.Verdict == Pass || q.Verdict == Warn || q.Verdict == Fail:
+		c.Properties = append(c.Properties, junitProperty{Name: "evidence", Value: "without_hook"})
+	}
 	detail := requirementDetail(q)
 	switch {
 	case q.Stale:
@@ -168,12 +201,11 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 		c.Failure = &junitMessage{Message: oneLine(firstLine(q.Message)), Type: "nonconformant", Text: detail}
 	case q.Verdict == Error:
 		c.Error = &junitMessage{Message: oneLine(firstLine(q.Message)), Type: "error", Text: detail}
+	case q.Gate == GateUnverified:
+		// The strict gate fails the run on it: a failure, with the remedy.
+		c.Failure = &junitMessage{Type: "unverified", Text: detail, Message: unverifiedText(q.Message, q.Remedy) + gateNote}
 	case q.Verdict == Unverified:
-		m := "unverified: " + oneLine(q.Message)
-		if q.Remedy != "" {
-			m += " (to verify: " + oneLine(q.Remedy) + ")"
-		}
-		c.Skipped = &junitMessage{Message: m}
+		c.Skipped = &junitMessage{Message: unverifiedText(q.Message, q.Remedy)}
 	case q.Verdict == Skip:
 		c.Skipped = &junitMessage{Message: oneLine(q.Message)}
 	case q.Verdict == Warn:
@@ -181,6 +213,18 @@ func requirementCase(r *Report, q ReqResult) junitCase {
 	}
 	return c
 }
+
+// unverifiedText is an unverified verdict's one-line message.
+func unverifiedText(msg, remedy string) string {
+	m := "unverified: " + oneLine(msg)
+	if remedy != "" {
+		m += " (to verify: " + oneLine(remedy) + ")"
+	}
+	return m
+}
+
+// gateNote says why an unverified MUST is a failure: the gate fails on it.
+const gateNote = " — fails the gate (--fail-on unverified); --fail-on failures lists it without failing"
 
 // requirementDetail is a failure's full text: every message, remedy and
 // reproducing curl line, and the spec link.
@@ -225,7 +269,7 @@ func junitPerSpec(r *Report) junitSuites {
 		}
 		js := byLevel[level]
 		if js == nil {
-			js = &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt}
+			js = &junitSuite{Name: "conform." + level, Timestamp: r.StartedAt, Properties: levelProperties(r, level)}
 			byLevel[level] = js
 			order = append(order, level)
 		}
@@ -233,17 +277,25 @@ func junitPerSpec(r *Report) junitSuites {
 		for _, id := range s.Requirements {
 			c.Properties = append(c.Properties, junitProperty{Name: "requirement", Value: id})
 		}
+		var hooks []string
+		for _, h := range s.Hooks {
+			if !slices.Contains(hooks, h.Hook) {
+				hooks = append(hooks, h.Hook)
+				c.Properties = append(c.Properties, junitProperty{Name: "hook", Value: h.Hook})
+			}
+		}
 		detail := s.Message
-		if len(s.Transcript) > 0 && s.Transcript[0].Curl != "" {
-			detail += "\n\nreproduce the first request:\n" + s.Transcript[0].Curl
+		if curl := specCurl(s, reqs); curl != "" {
+			detail += "\n\nreproduce the failing exchange:\n" + curl
 		}
 		switch s.Verdict {
 		case Skip:
 			c.Skipped = &junitMessage{Message: "not applicable: " + oneLine(s.Message)}
 		case Unverified:
-			m := "unverified: " + oneLine(s.Message)
-			if s.Remedy != "" {
-				m += " (to verify: " + oneLine(s.Remedy) + ")"
+			m := unverifiedText(s.Message, s.Remedy)
+			if slices.ContainsFunc(s.Requirements, func(id string) bool { return reqs[id].Gate == GateUnverified }) {
+				c.Failure = &junitMessage{Type: "unverified", Message: m + gateNote, Text: detail}
+				break
 			}
 			c.Skipped = &junitMessage{Message: m}
 		case Fail:
@@ -273,6 +325,19 @@ func junitPerSpec(r *Report) junitSuites {
 		out.add(byLevel[l])
 	}
 	return out
+}
+
+// specCurl is the reproducer of a spec's first finding: the failing
+// exchange its requirements' evidence names.
+func specCurl(s SpecResult, reqs map[string]ReqResult) string {
+	for _, id := range s.Requirements {
+		for _, ev := range reqs[id].Evidence {
+			if ev.Spec == s.Name && ev.Curl != "" {
+				return ev.Curl
+			}
+		}
+	}
+	return ""
 }
 
 // expectedFindings returns the ids of a failed spec's failing requirements

@@ -58,6 +58,9 @@ const (
 	Nonconformant LevelStatus = "nonconformant"
 	NotClaimed    LevelStatus = "not_claimed"
 	NotRequested  LevelStatus = "not_requested"
+	// Undecided: the run stopped (exit 2) before its checks could decide
+	// the level, or before discovery said whether the target claims it.
+	Undecided LevelStatus = "undecided"
 )
 
 // Counts tallies verdicts.
@@ -122,9 +125,42 @@ type Report struct {
 	// Stopped says why the run ended before its specs could decide
 	// (a preflight problem: a user's mistake or a target not up; or the
 	// target stopped answering mid-run). Such a run exits 2.
-	Stopped  *Stopped `json:"stopped,omitempty"`
-	ExitCode int      `json:"exit_code"`
+	Stopped *Stopped `json:"stopped,omitempty"`
+	// Gate is the CI gate the run applied and what it decided (the exit
+	// code); absent only in reports written before it existed.
+	Gate     *Gate `json:"gate,omitempty"`
+	ExitCode int   `json:"exit_code"`
 }
+
+// Gate is the run's CI gate (docs/ci.md#choosing-the-gate): what fails it,
+// and what did.
+type Gate struct {
+	// FailOn is what fails the gate: "unverified" (the default: a failed
+	// MUST, an error, a stale baseline entry, or an observable MUST left
+	// unverified) or "failures" (the same but unverified MUSTs).
+	FailOn string `json:"fail_on"`
+	// Passed: the run exits 0.
+	Passed bool `json:"passed"`
+	// Summary is the one line each report puts first: what the gate
+	// decided, and why.
+	Summary string `json:"summary"`
+	// The requirements of the checked levels by what they do to the gate:
+	// Failed (MUSTs), Errored and Stale fail it; Unverified (observable
+	// MUSTs, not expected by a baseline) fail it when FailOn is
+	// "unverified", and are listed either way.
+	Failed     []string `json:"failed"`
+	Errored    []string `json:"errored"`
+	Unverified []string `json:"unverified"`
+	Stale      []string `json:"stale"`
+}
+
+// Reasons a requirement fails the gate (ReqResult.Gate).
+const (
+	GateFail       = "fail"
+	GateError      = "error"
+	GateUnverified = "unverified"
+	GateStale      = "stale"
+)
 
 // Stopped is why a run could not decide.
 type Stopped struct {
@@ -162,6 +198,29 @@ type LevelResult struct {
 	// ToVerify groups the level's unverified observable MUSTs by what the
 	// implementer can do to verify them.
 	ToVerify []Remedy `json:"to_verify,omitempty"`
+	// MUSTs is how the level's observable MUSTs ended and on what evidence
+	// (nil for a level the run did not check).
+	MUSTs *MustTally `json:"musts,omitempty"`
+}
+
+// MustTally counts a level's observable MUSTs (MUST and MUST NOT) by how
+// they ended: verified without any test hook, verified with one (some
+// spec's evidence for it came through a conform.* hook,
+// docs/interpretations.md#hook-attested), failed, not verified
+// (unverified or errored), not applicable or not requested (an area the
+// user left out). The six add up to Observable.
+type MustTally struct {
+	Observable          int `json:"observable"`
+	VerifiedWithoutHook int `json:"verified_without_hook"`
+	VerifiedWithHook    int `json:"verified_with_hook"`
+	Failed              int `json:"failed"`
+	NotVerified         int `json:"not_verified"`
+	NotApplicable       int `json:"not_applicable"`
+	// NotRequested are those the run left out by the user's choice of
+	// areas (--areas, --skip-areas).
+	NotRequested int `json:"not_requested"`
+	// Hooks are the test hooks the level's verified MUSTs rest on.
+	Hooks []string `json:"hooks,omitempty"`
 }
 
 // Remedy is one thing an implementer can do, and the requirements it would
@@ -185,12 +244,22 @@ type ReqResult struct {
 	DurationMS float64    `json:"duration_ms"`
 	Specs      []string   `json:"specs"`
 	Evidence   []Evidence `json:"evidence,omitempty"`
+	// Hooks names the test hooks (conform.scenarios, …) some spec's
+	// evidence for this verdict came through: the verdict is
+	// hook-attested. Empty: no spec that judged it used one.
+	Hooks []string `json:"hooks,omitempty"`
 	// Expected: a baseline lists this requirement and it failed, stayed
 	// unverified or warned; its verdict is kept, but it does not block its
 	// level. Stale: a baseline lists it and it passed.
 	Expected       bool   `json:"expected,omitempty"`
 	Stale          bool   `json:"stale,omitempty"`
 	BaselineReason string `json:"baseline_reason,omitempty"`
+	// OptedOut: not checked because the user left its area out (--areas,
+	// --skip-areas); its verdict is skip, and it never fails the gate.
+	OptedOut bool `json:"opted_out,omitempty"`
+	// Gate says why this requirement fails the run's gate (GateFail,
+	// GateError, GateUnverified, GateStale); empty when it does not.
+	Gate string `json:"gate,omitempty"`
 }
 
 // Evidence ties a non-passing requirement to the spec that saw it.
@@ -200,6 +269,8 @@ type Evidence struct {
 	Message string  `json:"message"`
 	Remedy  string  `json:"remedy,omitempty"`
 	Curl    string  `json:"curl,omitempty"`
+	// Hooks are the test hooks this spec's evidence for it came through.
+	Hooks []string `json:"hooks,omitempty"`
 }
 
 // SpecResult is one Ginkgo spec.
@@ -216,6 +287,9 @@ type SpecResult struct {
 	// Evidence holds the documents the spec attached (a FidelityReport of
 	// the Replay level's tape checks), whatever its verdict.
 	Evidence []evidence.Attachment `json:"evidence,omitempty"`
+	// Hooks are the test hooks the spec used, each with the requirements
+	// whose verdicts rest on it (all the spec's when none are named).
+	Hooks []evidence.HookUse `json:"hooks,omitempty"`
 }
 
 // OpLatency summarises one operation's round trips.

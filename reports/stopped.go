@@ -11,10 +11,27 @@ const StageTargetStopped = "target_stopped"
 // Stop marks a run that ended before its specs could decide: its exit code
 // is 2 whatever the verdicts so far. A run stopped before any spec (a
 // preflight problem) leaves every requirement of its levels an error
-// naming the reason — never a failure of the target, never a pass.
+// naming the reason — never a failure of the target, never a pass. Each
+// level the run checked is undecided unless its verdicts decided it (a
+// failed MUST, or every observable MUST passed before the stop); a level
+// the run left out because discovery did not say whether the target
+// claims it (the run stopped before discovery answered) is undecided too,
+// never "not claimed".
 func Stop(r *Report, s Stopped) {
 	r.Stopped = &s
-	r.ExitCode = ExitEngine
+	defer applyGate(r)
+	claimsUnknown := s.Stage == "out" || s.Stage == "reach" || s.Stage == "discovery"
+	for i := range r.Levels {
+		l := &r.Levels[i]
+		switch {
+		case !l.Run && claimsUnknown && l.Status == NotClaimed:
+			l.Status, l.Why = Undecided, "not known: the run stopped ("+s.Stage+") before discovery said whether the target claims this level"
+		case l.Run && len(r.Specs) > 0 && (l.Status == Nonconformant || l.Status == Conformant):
+			// Decided by what ran before the stop.
+		case l.Run:
+			l.Status, l.Why = Undecided, "not decided: the run stopped ("+s.Stage+") before its checks of this level could decide"
+		}
+	}
 	if len(r.Specs) > 0 {
 		return // what ran keeps its verdicts; the rest is error or unverified already
 	}
@@ -33,7 +50,7 @@ func Stop(r *Report, s Stopped) {
 	for i := range r.Requirements {
 		q := &r.Requirements[i]
 		if run[q.Level] && q.Verdict == Unverified {
-			q.Verdict, q.Message, q.Remedy = Error, stoppedBefore+" ("+s.Stage+"): see the report's stopped", s.Hint
+			q.Verdict, q.Message, q.Remedy, q.Gate = Error, stoppedBefore+" ("+s.Stage+"): see the report's stopped", s.Hint, ""
 		}
 		if c := counts[q.Level]; c != nil {
 			c.add(q.Verdict)
@@ -44,8 +61,8 @@ func Stop(r *Report, s Stopped) {
 	}
 	for i := range r.Levels {
 		if r.Levels[i].Run {
-			r.Levels[i].Status, r.Levels[i].Why = Partial, "not checked: the run stopped before its specs ("+s.Stage+")"
-			r.Levels[i].ToVerify = nil
+			r.Levels[i].Status, r.Levels[i].Why = Undecided, "not checked: the run stopped before its specs ("+s.Stage+")"
+			r.Levels[i].ToVerify, r.Levels[i].MUSTs = nil, nil
 		}
 	}
 }

@@ -3,35 +3,54 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
 
-// WriteTable writes the console's final table.
+// WriteTable writes the console's final table: the gate's decision first,
+// then the levels, then what to look at.
 func WriteTable(w io.Writer, r *Report) {
+	if r.Gate != nil {
+		fmt.Fprintf(w, "GATE %s\n", oneLine(r.Gate.Summary))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	withBaseline := r.Baseline != nil
 	head := "LEVEL\tSTATUS\tPASS\tFAIL\tWARN\tUNVERIFIED\tSKIP\tERROR"
 	if withBaseline {
 		head += "\tEXPECTED"
 	}
+	head += "\t\tMUSTS:\tNO-HOOK\tHOOK\tNOT-VERIFIED"
 	fmt.Fprintln(tw, head)
+	var hooks []string
 	for _, l := range r.Levels {
 		if !l.Run {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-", l.Level, l.Status)
 			if withBaseline {
 				fmt.Fprint(tw, "\t-")
 			}
-			fmt.Fprintln(tw)
+			fmt.Fprintln(tw, "\t\t\t-\t-\t-")
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d", l.Level, l.Status, l.Counts.Pass, l.Counts.Fail, l.Counts.Warn, l.Counts.Unverified, l.Counts.Skip, l.Counts.Error)
 		if withBaseline {
 			fmt.Fprintf(tw, "\t%d", l.Counts.Expected)
 		}
+		if m := l.MUSTs; m != nil {
+			fmt.Fprintf(tw, "\t\t\t%d\t%d\t%d", m.VerifiedWithoutHook, m.VerifiedWithHook, m.NotVerified)
+			for _, h := range m.Hooks {
+				if !slices.Contains(hooks, h) {
+					hooks = append(hooks, h)
+				}
+			}
+		} else {
+			fmt.Fprint(tw, "\t\t\t-\t-\t-")
+		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	slices.Sort(hooks)
+	fmt.Fprintf(w, "MUSTS: the observable MUSTs verified without any conform.* test hook (NO-HOOK), verified with one (HOOK%s), and not verified (unverified or error)\n", hookNames(hooks))
 	for _, l := range r.Levels {
 		for _, rm := range l.ToVerify {
 			fmt.Fprintf(w, "UNVERIFIED %s: %s\n  to verify: %s\n", l.Level, list(rm.Requirements), oneLine(rm.Remedy))

@@ -86,16 +86,33 @@ func orDash(s string) string {
 func verdictLine(r *Report) string {
 	stale := r.Baseline != nil && len(r.Baseline.Stale) > 0
 	expected := r.Totals.Expected
+	unverified, opted := 0, len(optedOut(r))
+	if r.Gate != nil {
+		unverified = len(r.Gate.Unverified)
+	}
+	var apart []string
+	if unverified > 0 && r.ExitCode == 0 {
+		apart = append(apart, fmt.Sprintf("%d unverified MUST%s (the gate fails on failures only)", unverified, plural(unverified)))
+	}
+	if opted > 0 {
+		apart = append(apart, fmt.Sprintf("%d MUST%s not checked by choice", opted, plural(opted)))
+	}
+	if expected > 0 {
+		apart = append(apart, fmt.Sprintf("%d requirement%s the baseline expects", expected, plural(expected)))
+	}
+	onlyStale := stale && r.Gate != nil && len(r.Gate.Failed) == 0 && len(r.Gate.Errored) == 0 && !gated(r, GateUnverified)
 	switch {
 	case r.Stopped != nil && r.Stopped.Stage == StageTargetStopped:
 		return "not decided: the target stopped answering"
 	case r.Stopped != nil:
 		return "not decided: the run stopped before its checks (" + r.Stopped.Stage + ")"
-	case r.ExitCode == 0 && expected > 0:
-		return fmt.Sprintf("conformant apart from %d requirement%s the baseline expects", expected, plural(expected))
+	case r.ExitCode == 0 && unverified > 0:
+		return "no failures, but not conformant: " + strings.Join(apart, "; ")
+	case r.ExitCode == 0 && len(apart) > 0:
+		return "conformant apart from " + strings.Join(apart, " and ")
 	case r.ExitCode == 0:
 		return "conformant"
-	case r.ExitCode == 1 && stale && ExitCode(r.Levels) == 0:
+	case r.ExitCode == 1 && onlyStale:
 		if n := len(r.Baseline.Stale); n == 1 {
 			return "stale baseline: 1 listed requirement passes now"
 		} else {
@@ -106,4 +123,27 @@ func verdictLine(r *Report) string {
 	default:
 		return "inconclusive (suite or network errors)"
 	}
+}
+
+// hookNames is ": a, b" for the hooks named, or "".
+func hookNames(hooks []string) string {
+	if len(hooks) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(hooks, ", ")
+}
+
+// levelReason is a level's status with why, for a level not checked (or
+// undecided): "not requested: skipped with --skip-levels", or the reason
+// alone when it starts with the status ("not claimed in discovery
+// capabilities").
+func levelReason(l LevelResult) string {
+	st := statusText(l.Status)
+	switch {
+	case l.Why == "" || l.Why == st:
+		return st
+	case strings.HasPrefix(l.Why, st):
+		return l.Why
+	}
+	return st + ": " + l.Why
 }

@@ -60,9 +60,29 @@ func reportFiles(r *Report, opts WriteOptions) []reportFile {
 		{HTMLFile, func(w io.Writer) error { return WriteHTML(w, r) }},               // html.go
 	}
 	for _, l := range r.Levels {
-		files = append(files, reportFile{BadgeFile(string(l.Level)), func(w io.Writer) error { return WriteBadge(w, l) }}) // badge.go
+		if Judged(l) {
+			files = append(files, reportFile{BadgeFile(string(l.Level)), func(w io.Writer) error { return WriteBadge(w, l) }}) // badge.go
+		}
 	}
 	return files
+}
+
+// Judged reports whether the run judged a level, so that its badge says
+// something about the target: a level the run checked and decided. A level
+// not requested, not claimed (and not run) or undecided (the run stopped)
+// gets no badge: a job that checks some levels leaves the badges other jobs
+// wrote for the rest as they are.
+func Judged(l LevelResult) bool { return l.Run && l.Status != Undecided }
+
+// Unjudged names the levels that get no badge from this run.
+func Unjudged(r *Report) []string {
+	var out []string
+	for _, l := range r.Levels {
+		if !Judged(l) {
+			out = append(out, string(l.Level))
+		}
+	}
+	return out
 }
 
 // Files lists the names WriteAll writes into the report directory for r.
@@ -81,7 +101,7 @@ func WriteAll(dir string, r *Report) error {
 }
 
 // WriteAllWith writes conform.json, junit.xml, summary.md, report.html and
-// one badge-LEVEL.json per level into dir (created 0755 when missing), each
+// one badge-LEVEL.json per level judged (Judged) into dir (created 0755 when missing), each
 // file 0644 and replaced atomically.
 func WriteAllWith(dir string, r *Report, opts WriteOptions) error {
 	if opts.JUnit != "" && opts.JUnit != JUnitPerRequirement && opts.JUnit != JUnitPerSpec {

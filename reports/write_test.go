@@ -18,6 +18,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/config"
 	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/target"
 )
@@ -39,6 +40,12 @@ func mustJSON(t *testing.T, v any) string {
 
 func sample(t *testing.T) *Report {
 	t.Helper()
+	return sampleGate(t, config.FailOnUnverified)
+}
+
+// sampleGate is sample under the gate failOn (--fail-on).
+func sampleGate(t *testing.T, failOn string) *Report {
+	t.Helper()
 	tr := evidence.Transcript{Exchanges: []client.Exchange{{Kind: "http", Op: "GET /v1/tasks", Method: "GET", URL: "http://h/v1/tasks",
 		RequestHeader: map[string][]string{"Authorization": {"Bearer [REDACTED]"}}, Status: 200,
 		ResponseHeader: map[string][]string{"X-Evil": {hostile}}, ResponseBody: `{"x":"` + hostile + `"}`,
@@ -54,7 +61,9 @@ func sample(t *testing.T) *Report {
 			entry(t, evidence.EntryEvidence, evidence.Attachment{Name: "fidelity: source vs replay " + hostile, Schema: "conform-fidelity-report/v1",
 				Content: json.RawMessage(`{"equivalent":true,"note":` + mustJSON(t, hostile) + `}`)})),
 	)
-	return Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptOff), Registry: reg(t), Seed: 7}, gr)
+	e := env(core, rcptOff)
+	e.Config.FailOn = failOn
+	return Build(Input{Tool: Tool{"conform", "test"}, Env: e, Registry: reg(t), Seed: 7}, gr)
 }
 
 func TestWriteAllFilesAndModes(t *testing.T) {
@@ -64,8 +73,10 @@ func TestWriteAllFilesAndModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Files(r)
+	// A badge for the level judged, none for the level not run (receipts is
+	// not claimed): a badge another run wrote for it stays as it is.
 	if !strings.Contains(strings.Join(want, " "), "report.html") || !strings.Contains(strings.Join(want, " "), "badge-core.json") ||
-		!strings.Contains(strings.Join(want, " "), "badge-receipts.json") {
+		strings.Contains(strings.Join(want, " "), "badge-receipts.json") {
 		t.Errorf("Files = %v", want)
 	}
 	entries, err := os.ReadDir(dir)
@@ -177,11 +188,24 @@ func TestHTMLReport(t *testing.T) {
 		`id="q"`, `id="verdict"`, // the filter
 		"not claimed",                                                            // the receipts level's status
 		`id="evidence"`, `id="doc-1"`, "<code>conform-fidelity-report/v1</code>", // a passing spec's evidence document
-		"{\n  &#34;equivalent&#34;: true,", // indented
+		"{\n  &#34;equivalent&#34;: true,",                                      // indented
+		`id="req-CORE-A-002"`, `href="#req-CORE-A-002"`, `href="#f-CORE-A-001"`, // problems linked to their rows and details
+		`<option value="notpass" selected>`,       // opens on what did not pass
+		`id="not-checked"`, `id="req-RCPT-A-001"`, // the level not checked, collapsed
+		"they fail the gate (--fail-on unverified)",
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+	// Failures first: the gate, then the problems, before the levels and
+	// the requirement table.
+	gate, problems, levels, reqs := strings.Index(h, `id="gate"`), strings.Index(h, `id="problems"`), strings.Index(h, `id="levels"`), strings.Index(h, `id="requirements"`)
+	if gate < 0 || !(gate < problems && problems < levels && levels < reqs) {
+		t.Errorf("report.html order: gate %d, problems %d, levels %d, requirements %d", gate, problems, levels, reqs)
+	}
+	if i := strings.Index(h, `<details id="not-checked">`); i < 0 || strings.Index(h, `id="req-RCPT-A-001"`) < i {
+		t.Error("the requirements of the level not checked are not in the collapsed table")
 	}
 	checkOutputs(t, r)
 }
@@ -241,8 +265,9 @@ func TestJUnitPerRequirement(t *testing.T) {
 				strings.Contains(c.Failure.Text, "https://harnlang.com/spec/agents-protocol/v1#s")
 		}, "<failure> with curl line and link"},
 		{"CORE-A-002", "core", func(c junitCase) bool {
-			return c.Skipped != nil && strings.Contains(c.Skipped.Message, "no scenario hook") && strings.Contains(c.Skipped.Message, "implement the scenario contract")
-		}, "<skipped> with reason and remedy"},
+			return c.Failure != nil && c.Failure.Type == "unverified" && strings.Contains(c.Failure.Message, "no scenario hook") &&
+				strings.Contains(c.Failure.Message, "implement the scenario contract") && strings.Contains(c.Failure.Message, "fails the gate")
+		}, "<failure type=unverified> with reason and remedy: the strict gate fails on it"},
 		{"CORE-A-003", "core", func(c junitCase) bool {
 			return c.Failure == nil && c.Skipped == nil && c.Error == nil && strings.Contains(c.SystemOut, "WARN CORE-A-003: no Retry-After")
 		}, "a pass with the warning in system-out"},
@@ -263,8 +288,17 @@ func TestJUnitPerRequirement(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", tc.id, c, tc.want)
 		}
 	}
-	if out.Tests != len(r.Requirements) || out.Failures != 1 || out.Errors != 0 || out.Skipped != 3 {
+	if out.Tests != len(r.Requirements) || out.Failures != 2 || out.Errors != 0 || out.Skipped != 2 {
 		t.Errorf("totals tests %d failures %d errors %d skipped %d", out.Tests, out.Failures, out.Errors, out.Skipped)
+	}
+	// Under --fail-on failures the unverified MUST does not fail the run:
+	// it is <skipped>, with its reason and remedy.
+	for _, s := range junitOf(t, sampleGate(t, config.FailOnFailures), JUnitPerRequirement).Suites {
+		for _, c := range s.Cases {
+			if strings.HasPrefix(c.Name, "CORE-A-002:") && (c.Skipped == nil || c.Failure != nil || !strings.Contains(c.Skipped.Message, "implement the scenario contract")) {
+				t.Errorf("--fail-on failures: %+v, want <skipped> with the remedy", c)
+			}
+		}
 	}
 	// An error is an <error>.
 	r.Requirements[0].Verdict = Error
@@ -283,8 +317,11 @@ func TestJUnitPerRequirement(t *testing.T) {
 func TestJUnitPerSpec(t *testing.T) {
 	r := sample(t)
 	out := junitOf(t, r, JUnitPerSpec)
-	if out.Tests != len(r.Specs) || out.Failures != 1 || out.Skipped != 1 {
-		t.Errorf("per spec: tests %d failures %d skipped %d, want %d, 1, 1", out.Tests, out.Failures, out.Skipped, len(r.Specs))
+	if out.Tests != len(r.Specs) || out.Failures != 2 || out.Skipped != 0 {
+		t.Errorf("per spec: tests %d failures %d skipped %d, want %d, 2, 0", out.Tests, out.Failures, out.Skipped, len(r.Specs))
+	}
+	if out := junitOf(t, sampleGate(t, config.FailOnFailures), JUnitPerSpec); out.Failures != 1 || out.Skipped != 1 {
+		t.Errorf("per spec, --fail-on failures: failures %d skipped %d, want 1, 1", out.Failures, out.Skipped)
 	}
 	for _, s := range out.Suites {
 		for _, c := range s.Cases {
@@ -334,12 +371,12 @@ func TestMarkdownSummary(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{
-		"| receipts | not claimed | – |",   // not "Skip 1"
+		"**Gate:** failed (--fail-on unverified, exit 1): 1 MUST(s) failed: CORE-A-001; 1 observable MUST(s) unverified: CORE-A-002", // the gate first
+		"| receipts | not claimed in discovery capabilities | – |",                                                                   // not "Skip 1"
 		"## Failures (1)", "[CORE-A-001](", // the failure
-		"## Unverified MUSTs (1)", "no scenario hook", "implement the scenario contract", // reason and remedy
+		"## Unverified MUSTs: they fail the gate (1)", "no scenario hook", "To verify them:\n\n- implement the scenario contract: CORE-A-002", // reason and remedy
 		"## Not applicable MUSTs (1)", "CORE-A-004", "server internals", // unobservable MUST with its reason
 		"## Warnings (1)", "no Retry-After",
-		"## Levels not checked", "receipts, not claimed: 1 MUST requirement(s) not checked: not claimed in discovery capabilities",
 		long, // whole
 		"line one line two",
 		"&lt;script&gt;", `\[x\](javascript:alert(3))`,
@@ -351,6 +388,12 @@ func TestMarkdownSummary(t *testing.T) {
 	for _, bad := range []string{"<script>", "<img", "\x1b", "| receipts | not\\_claimed | 0 | 0 | 0 | 0 | 1 |"} {
 		if strings.Contains(md, bad) {
 			t.Errorf("summary.md contains %q", bad)
+		}
+	}
+	// Nothing twice: each remedy, each level's reason, each failure once.
+	for _, once := range []string{"implement the scenario contract", "not claimed in discovery capabilities", "[CORE-A-001]("} {
+		if n := strings.Count(md, once); n != 1 {
+			t.Errorf("summary.md says %q %d times, want once:\n%s", once, n, md)
 		}
 	}
 	// Every table row has as many cells as its header: no pipe in a
@@ -460,4 +503,45 @@ func TestWriteAllRecordsSchemaProblems(t *testing.T) {
 	if len(d) != 1 || !strings.Contains(d[0], "does not match "+SchemaFile) || !strings.Contains(d[0], "/requirements/0/verdict") {
 		t.Errorf("suite defects %v; want the schema problem at /requirements/0/verdict", d)
 	}
+}
+
+// A run stopped before its specs: honest statuses (undecided, never
+// partial or not claimed), no badge, and the requirements it left
+// unchecked on one line rather than one problem each.
+func TestStoppedRunReports(t *testing.T) {
+	r := Build(Input{Tool: Tool{"conform", "test"}, Env: env(core, rcptOff), Registry: reg(t)}, run(nil))
+	Stop(r, Stopped{Stage: "reach", Message: "the target did not answer", Hint: "start it first"})
+	for _, l := range r.Levels {
+		if l.Status != Undecided {
+			t.Errorf("%s is %s, want undecided", l.Level, l.Status)
+		}
+	}
+	for _, f := range Files(r) {
+		if strings.HasPrefix(f, "badge-") {
+			t.Errorf("a stopped run writes %s", f)
+		}
+	}
+	var h, md bytes.Buffer
+	if err := WriteHTML(&h, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"report.html": h.String(), "summary.md": md.String()} {
+		for _, want := range []string{"not decided (exit 2): the run stopped (reach): the target did not answer", "start it first", "not checked because the run stopped"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
+		for _, bad := range []string{"Errors (", "pill s-partial", "**partial**", "g-fail"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s of a stopped run says %q", name, bad)
+			}
+		}
+	}
+	if !strings.Contains(h.String(), `class="gate g-undecided"`) {
+		t.Error("report.html does not mark the gate undecided")
+	}
+	checkOutputs(t, r)
 }

@@ -6,8 +6,12 @@
 #   awk -v mode=outputs     -f report.awk conform.json   # KEY=VALUE lines for $GITHUB_OUTPUT
 #   awk -v mode=annotations -f report.awk conform.json   # ::error / ::warning workflow commands
 #
-# A failure a baseline expects is a warning, not an error; a stale baseline
-# entry (listed, but it passes now: it fails the run) is an error. A stopped
+# Whatever fails the gate is an error: a failed MUST, a stale baseline entry
+# (listed, but it passes now), an error, and under the default gate
+# (--fail-on unverified) an unverified observable MUST, with what to do
+# (its "gate" member says so). A failure a baseline expects is a warning,
+# and so is an unverified MUST the gate lets through (--fail-on failures:
+# listed in the report's gate.unverified). A stopped
 # run (preflight, or the target stopped answering) gets one error naming why
 # instead of one per requirement it left undecided. At most `max` (default
 # 10) annotations of each kind are printed — GitHub shows no more per step —
@@ -103,19 +107,22 @@ function requirement(    msg) {
 	if (verdict == "warn") warned = warned (warned == "" ? "" : ",") id
 	if (expected) expect = expect (expect == "" ? "" : ",") id
 	if (stale) stales = stales (stales == "" ? "" : ",") id
-	if (verdict != "fail" && verdict != "error" && verdict != "warn" && !stale) return
+	if (verdict != "fail" && verdict != "error" && verdict != "warn" && verdict != "unverified" && !stale) return
 	msg = message
 	if (length(msg) > 2000) msg = substr(msg, 1, 2000) "…"
+	if (remedy != "") msg = msg "\nto verify: " remedy
 	if (link != "") msg = msg "\n" link
 	nreq++
+	rid[nreq] = id
 	rverdict[nreq] = verdict
 	rexpected[nreq] = expected
 	rstale[nreq] = stale
+	rgate[nreq] = gatewhy
 	rtitle[nreq] = id " (" keyword ", " rlevel ")"
 	rmsg[nreq] = msg
 }
 
-function annotate(    i, msg) {
+function annotate(    i, msg, pass) {
 	# A stopped run: one annotation says why; the requirements it left
 	# undecided all repeat that reason, so they get none of their own.
 	if (stopstage != "") {
@@ -123,12 +130,22 @@ function annotate(    i, msg) {
 		if (stophint != "") msg = msg "\nhint: " stophint
 		print "::error title=" escprop("conform could not decide (" stopstage ")") "::" escdata(msg)
 	}
+	# Failures, stale entries and errors first, then the unverified MUSTs
+	# the gate fails on, those a failure blocked last: the causes get the
+	# ten annotations GitHub shows before their consequences do.
 	for (i = 1; i <= nreq; i++) {
 		if (rstale[i]) add("error", rtitle[i], "stale baseline entry: it passes now, remove it from the baseline file (the baseline only shrinks)")
 		else if (rverdict[i] == "fail" && rexpected[i]) add("warning", rtitle[i], "expected failure, listed in the baseline: " rmsg[i])
 		else if (rverdict[i] == "fail") add("error", rtitle[i], rmsg[i])
 		else if (rverdict[i] == "error" && stopstage == "") add("error", rtitle[i], "not decided, the run broke (not your server's fault): " rmsg[i])
 		else if (rverdict[i] == "warn") add("warning", rtitle[i], rmsg[i])
+		else if (rverdict[i] == "unverified" && !(rgate[i] == "unverified") && (rid[i] in listed)) add("warning", rtitle[i], "unverified; the gate lets it through (--fail-on " failon "): " rmsg[i])
+	}
+	for (pass = 1; pass <= 2; pass++) {
+		for (i = 1; i <= nreq; i++) {
+			if (rgate[i] != "unverified" || (index(rmsg[i], "not checked: blocked by ") == 1) != (pass == 2)) continue
+			add("error", rtitle[i], "unverified, and the gate fails on it (--fail-on unverified): " rmsg[i])
+		}
 	}
 	flush("error")
 	flush("warning")
@@ -161,7 +178,15 @@ sect == "stopped" && /^    "stage": "/ { stopstage = strval($0); next }
 sect == "stopped" && /^    "message": "/ { stopmsg = strval($0); next }
 sect == "stopped" && /^    "hint": "/ { stophint = strval($0); next }
 
-sect == "requirements" && /^    \{/ { id = rlevel = keyword = verdict = message = link = ""; expected = stale = 0; next }
+sect == "gate" && /^    "fail_on": "/ { failon = strval($0); next }
+sect == "gate" && /^    "summary": "/ { gatesum = strval($0); next }
+sect == "gate" && /^    "unverified": \[$/ { inunv = 1; next }
+sect == "gate" && inunv && /^    \]/ { inunv = 0; next }
+sect == "gate" && inunv && /^      "/ { u = $0; sub(/^ *"/, "", u); sub(/",?$/, "", u); listed[u] = 1; unv = unv (unv == "" ? "" : ",") u; next }
+
+sect == "requirements" && /^    \{/ { id = rlevel = keyword = verdict = message = link = remedy = gatewhy = ""; expected = stale = 0; next }
+sect == "requirements" && /^      "remedy": "/ { remedy = strval($0); next }
+sect == "requirements" && /^      "gate": "/ { gatewhy = strval($0); next }
 sect == "requirements" && /^      "expected": true/ { expected = 1; next }
 sect == "requirements" && /^      "stale": true/ { stale = 1; next }
 sect == "requirements" && /^      "id": "/ { id = strval($0); next }
@@ -185,6 +210,9 @@ END {
 		print "warned=" warned
 		print "expected=" expect
 		print "stale=" stales
+		print "unverified=" unv
+		print "fail-on=" failon
+		print "gate=" gatesum
 		print "stopped=" stopstage
 	} else if (mode == "annotations") {
 		annotate()

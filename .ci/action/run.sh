@@ -11,6 +11,7 @@
 #   CONFORM_LEVELS           claimed (default), all, or a list such as core,receipts
 #   CONFORM_WAIT_FOR_TARGET  poll GET /v1 this long before the run, e.g. 60s
 #   CONFORM_BASELINE         known-failures file (conform baseline write)
+#   CONFORM_FAIL_ON          what fails the gate: unverified (default) or failures
 #   CONFORM_OUT              report directory (default conform-report)
 #   CONFORM_EXTRA_ARGS       more `conform run` flags, split on white space (no quoting)
 # and any other CONFORM_* setting (`conform run -h` lists them).
@@ -18,9 +19,12 @@
 # On GitHub Actions (GITHUB_ACTIONS=true) it also appends summary.md to
 # $GITHUB_STEP_SUMMARY, writes step outputs to $GITHUB_OUTPUT (exit-code,
 # result, report-dir, one per level such as core=conformant, levels, failed,
-# errored, warned, expected, stale, stopped) and annotates failed
-# requirements (::error) and missed SHOULDs (::warning), reading conform.json
-# with awk (report.awk), no jq.
+# errored, warned, expected, stale, unverified, fail-on, gate, stopped) and
+# annotates what fails the gate (::error: failed MUSTs, errors, stale
+# baseline entries, unverified MUSTs under the default --fail-on
+# unverified) and the rest worth a look (::warning: missed SHOULDs,
+# expected failures, unverified MUSTs the gate lets through), reading
+# conform.json with awk (report.awk), no jq.
 set -u
 set -f # CONFORM_EXTRA_ARGS is split on white space, never globbed
 
@@ -36,6 +40,8 @@ output() {
 summary() {
 	if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then printf '%s\n' "$@" >>"$GITHUB_STEP_SUMMARY"; fi
 }
+# result_of is the result an exit code gives; an exit 0 whose levels are not
+# all conformant is "passed" (below, once the report is read).
 result_of() {
 	case $1 in
 		0) echo conformant ;;
@@ -72,7 +78,7 @@ if [ -z "${CONFORM_API_KEY:-}" ] && [ -z "${CONFORM_API_KEY_FILE:-}" ] && [ -z "
 				case ${GITHUB_EVENT_NAME:-} in
 					pull_request)
 						why="$why"'
-This run is for a pull request: GitHub gives no secrets to runs for pull requests from forks (and only Dependabot secrets to Dependabot'"'"'s), so the key is empty there even when the secret exists. Skip the step for forks (`if: github.event.pull_request.head.repo.full_name == github.repository`) or check after merge.'
+This run is for a pull request: GitHub gives no secrets to runs for pull requests from forks (and only Dependabot secrets to Dependabot'"'"'s), so the key is empty there even when the secret exists. Skip the step for forks only (`if: github.event_name != '"'"'pull_request'"'"' || github.event.pull_request.head.repo.full_name == github.repository`: the gate still runs on push) or check after merge.'
 						;;
 				esac
 			elif [ -n "${GITLAB_CI:-}" ]; then
@@ -118,14 +124,23 @@ json="$out/conform.json"
 dir=$out
 if [ -d "$out" ]; then dir=$(cd "$out" && pwd); fi
 output "exit-code=$code" "result=$result" "report-dir=$dir"
-levels="" stopped=""
+levels="" stopped="" gate=""
 if [ -f "$json" ]; then
 	outputs=$(awk -v mode=outputs -f "$here/report.awk" "$json") || outputs=""
 	if [ -n "${GITHUB_OUTPUT:-}" ] && [ -n "$outputs" ]; then
 		printf '%s\n' "$outputs" >>"$GITHUB_OUTPUT"
 	fi
 	levels=$(printf '%s\n' "$outputs" | sed -n 's/^levels=//p')
+	# The gate passed, but not every level checked is conformant (unverified
+	# MUSTs under --fail-on failures, areas left out): say so.
+	case "$code,$levels" in
+		0,*=partial*)
+			result=passed
+			output "result=$result"
+			;;
+	esac
 	stopped=$(printf '%s\n' "$outputs" | sed -n 's/^stopped=//p')
+	gate=$(printf '%s\n' "$outputs" | sed -n 's/^gate=//p')
 fi
 
 if [ -f "$out/summary.md" ]; then
@@ -137,7 +152,7 @@ fi
 if $github; then
 	case $code in
 		0) ;;
-		1) echo "::error title=conform found the target not conformant::${levels:-see the step summary}; failed requirements are annotated, unverified MUSTs and their remedies are in the step summary" ;;
+		1) echo "::error title=conform found the target not conformant::${gate:-${levels:-see the step summary}}; what fails the gate is annotated (unverified MUSTs with their remedies), the rest is in the step summary" ;;
 		*)
 			# A stopped run's report says why, annotated below.
 			if [ -z "$stopped" ]; then

@@ -480,6 +480,14 @@ func TestDistActionCannotRun(t *testing.T) {
 			!strings.Contains(errs[0].message, "secrets.HARNESS_API_KEY") || !strings.Contains(errs[0].message, "fork") {
 			t.Errorf("want one ::error naming the empty api-key input, the secret and forks; got %v", errs)
 		}
+		// The condition it suggests must not skip the gate on push (where
+		// github.event.pull_request is empty): the docs' condition.
+		if len(errs) == 1 && !strings.Contains(errs[0].message, "if: github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository") {
+			t.Errorf("the fork hint's if: would skip the gate on push: %q", errs[0].message)
+		}
+		if docs := readRepoFile(t, "docs/ci.md"); !strings.Contains(docs, "if: github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository") {
+			t.Error("docs/ci.md's fork condition is not the one the action suggests")
+		}
 		out := r.outputs(t)
 		if out["exit-code"] != "2" || out["result"] != "inconclusive" {
 			t.Errorf("outputs %v, want exit-code 2, result inconclusive", out)
@@ -609,6 +617,29 @@ func TestDistReportAwk(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// The gate: an unverified MUST fails the default gate (an error with
+	// its remedy); under --fail-on failures it is a warning, and listed.
+	gateReport := func(name, failOn string) string {
+		g := &reports.Report{Format: "conform-report/v1", Levels: []reports.LevelResult{level("core", reports.Partial)},
+			Requirements: []reports.ReqResult{{ID: "CORE-DUR-001", Level: "core", Keyword: "MUST", Link: "https://example.test/spec#dur", Verdict: reports.Unverified,
+				Message: "no restart command", Remedy: "give --restart-cmd"}},
+			Gate: &reports.Gate{FailOn: failOn, Summary: "gate " + failOn + ": 1 observable MUST(s) unverified: CORE-DUR-001", Failed: []string{}, Errored: []string{},
+				Unverified: []string{"CORE-DUR-001"}, Stale: []string{}}}
+		if failOn == "unverified" {
+			g.Requirements[0].Gate = reports.GateUnverified
+		}
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reports.WriteJSON(f, g); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		return p
+	}
+	strictPath, failuresPath := gateReport("strict.json", "unverified"), gateReport("failures.json", "failures")
 
 	script := filepath.Join(repoRoot(t), ".ci", "action", "report.awk")
 	awks := map[string][]string{}
@@ -685,6 +716,23 @@ func TestDistReportAwk(t *testing.T) {
 			}
 			if slices.ContainsFunc(as, func(a annotation) bool { return a.title == "CORE-ERR-001 (MUST, core)" }) {
 				t.Errorf("a stopped run annotates each undecided requirement: %v", as)
+			}
+
+			for _, tc := range []struct{ path, kind, says string }{
+				{strictPath, "error", "the gate fails on it (--fail-on unverified)"},
+				{failuresPath, "warning", "the gate lets it through (--fail-on failures)"},
+			} {
+				as := annotations(t, run("annotations", tc.path))
+				if len(as) != 1 || as[0].kind != tc.kind || as[0].title != "CORE-DUR-001 (MUST, core)" || !strings.Contains(as[0].message, tc.says) ||
+					!strings.Contains(as[0].message, "no restart command\nto verify: give --restart-cmd\nhttps://example.test/spec#dur") {
+					t.Errorf("%s: annotations %+v, want one %s saying %q with the reason, the remedy and the link", filepath.Base(tc.path), as, tc.kind, tc.says)
+				}
+				outs := run("outputs", tc.path)
+				for _, want := range []string{"unverified=CORE-DUR-001\n", "gate=gate ", "fail-on="} {
+					if !strings.Contains(outs, want) {
+						t.Errorf("%s: outputs lack %q:\n%s", filepath.Base(tc.path), want, outs)
+					}
+				}
 			}
 		})
 	}
@@ -1025,8 +1073,18 @@ func TestDistActionMetadata(t *testing.T) {
 	if !setupGo || !uploads || !cache {
 		t.Errorf("setup-go step %v, cache step %v, upload-artifact step %v: want all three", setupGo, cache, uploads)
 	}
-	if strings.Contains(raw, "result=error") || !strings.Contains(raw, "conformant, nonconformant or inconclusive") {
-		t.Error("action.yml does not document result as conformant, nonconformant or inconclusive, as github.sh writes it")
+	// result: every value run.sh writes, and only those, documented.
+	script := readRepoFile(t, ".ci/action/run.sh")
+	for _, v := range []string{"conformant", "passed", "nonconformant", "inconclusive"} {
+		if !regexp.MustCompile(`(echo |result=)` + v + `\b`).MatchString(script) {
+			t.Errorf(".ci/action/run.sh never writes result %s", v)
+		}
+		if !regexp.MustCompile(`\b` + v + ` \(`).MatchString(a.Outputs["result"].Description) {
+			t.Errorf("action.yml does not document result %s (with what it means): %q", v, a.Outputs["result"].Description)
+		}
+	}
+	if strings.Contains(raw, "result=error") {
+		t.Error("action.yml documents result=error, which run.sh never writes")
 	}
 	for name, o := range a.Outputs {
 		if o.Value != "${{ steps.run.outputs."+name+" }}" || o.Description == "" {

@@ -26,8 +26,9 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	levels := fs.String("levels", "all", "levels to list: all (every level and profile), or a `list` of core,extended,receipts,replay and profiles (openharness, acp-harbor)")
 	format := formatFlag(fs, "what standard output carries: text, a table; json, the list as JSON")
 	out := fs.String("out", "", "also write the list as JSON to `FILE`")
+	areas := fs.Bool("areas", false, "list the areas instead (requirement-id prefixes such as CORE-DUR, what conform run --areas and --skip-areas take), with their requirements")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--format text|json] [--out FILE]\n\nLists every requirement of the registry (Harn levels and profiles) and the specs that verify it, without running anything.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: conform list [--levels …] [--areas] [--format text|json] [--out FILE]\n\nLists every requirement of the registry (Harn levels and profiles) and the specs that verify it, or with --areas its areas, without running anything.\n\nflags:")
 		cli.PrintFlags(fs.Output(), fs, nil)
 		fmt.Fprint(fs.Output(), exitCodes)
 	}
@@ -58,6 +59,9 @@ func cmdList(args []string, stdout, stderr io.Writer) (int, error) {
 	specs, err := runner.Inventory()
 	if err != nil {
 		return 2, err
+	}
+	if *areas {
+		return listAreas(reg, want, *format, *out, stdout)
 	}
 	var rows []listed
 	for _, r := range reg.All() {
@@ -115,4 +119,53 @@ func oneLine(s string, n int) string {
 		return s[:n-1] + "…"
 	}
 	return s
+}
+
+// area is one area of the registry: a requirement-id prefix.
+type area struct {
+	Area         string             `json:"area"`
+	Level        requirements.Level `json:"level"`
+	Requirements []string           `json:"requirements"`
+	MUSTs        int                `json:"musts"`
+}
+
+// listAreas lists the areas of the levels wanted (conform list --areas).
+func listAreas(reg *requirements.Registry, want map[requirements.Level]bool, format, out string, stdout io.Writer) (int, error) {
+	rows := []area{}
+	for _, r := range reg.All() {
+		if !want[r.Level] {
+			continue
+		}
+		a := requirements.AreaOf(r.ID)
+		if len(rows) == 0 || rows[len(rows)-1].Area != a {
+			rows = append(rows, area{Area: a, Level: r.Level})
+		}
+		row := &rows[len(rows)-1]
+		row.Requirements = append(row.Requirements, r.ID)
+		if r.Keyword.Mandatory() {
+			row.MUSTs++
+		}
+	}
+	if out != "" {
+		var b bytes.Buffer
+		if err := writeJSON(&b, rows); err != nil {
+			return 2, err
+		}
+		if err := cli.WriteOut(out, b.Bytes()); err != nil {
+			return 2, err
+		}
+	}
+	if format == cli.FormatJSON {
+		return 0, writeJSON(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AREA\tLEVEL\tREQUIREMENTS\tMUSTS")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", r.Area, r.Level, len(r.Requirements), r.MUSTs)
+	}
+	if err := tw.Flush(); err != nil {
+		return 2, err
+	}
+	fmt.Fprintln(stdout, "\nconform run --areas A,B checks only these areas of the selected levels; --skip-areas A,B checks all but these (docs/ci.md#choosing-the-gate).")
+	return 0, nil
 }

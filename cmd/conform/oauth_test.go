@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/oauth"
 	"github.com/harn-conform/conform/refharness"
 	"github.com/harn-conform/conform/refharness/fault"
@@ -121,10 +122,25 @@ func wantVerdicts(t *testing.T, got map[string]reports.ReqResult, want map[strin
 	}
 }
 
+// The clean harness passes; the refusals of the tokens its test-token hook
+// minted rest on that hook (docs/interpretations.md#hook-attested), the
+// acceptance of the run's own token on nothing.
 func TestOAuthCleanHarnessPasses(t *testing.T) {
 	proofTier(t)
 	t.Parallel()
-	wantVerdicts(t, oauthRun(t, harness(t, refharness.Options{})), nil)
+	got := oauthRun(t, harness(t, refharness.Options{}))
+	wantVerdicts(t, got, nil)
+	wantHooks(t, got, map[string]bool{"EXT-OAUTH-002": true, "EXT-OAUTH-003": true, "EXT-OAUTH-004": true})
+}
+
+// wantHooks checks which OAuth requirements rest on the test-token hook.
+func wantHooks(t *testing.T, got map[string]reports.ReqResult, hooked map[string]bool) {
+	t.Helper()
+	for _, id := range oauthReqs {
+		if on := slices.Contains(got[id].Hooks, evidence.HookOAuthTestTokens); on != hooked[id] {
+			t.Errorf("%s rests on %v, want the test-token hook %v", id, got[id].Hooks, hooked[id])
+		}
+	}
 }
 
 // Each fault declared to run narrowed to OAuth2 (fault.OAuth) fails
@@ -269,6 +285,7 @@ func TestOAuthOperatorFixtures(t *testing.T) {
 			}
 			got := oauthVerdicts(t, r, out, values...)
 			wantVerdicts(t, got, tc.want)
+			wantHooks(t, got, nil) // the operator's fixtures are no hook
 		})
 	}
 }

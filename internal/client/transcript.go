@@ -67,6 +67,17 @@ func (r *Recorder) add(e *Exchange) *Exchange {
 	return e
 }
 
+// Len is how many exchanges have been made so far, the dropped included:
+// a verdict recorded now is about the Len-th exchange or an earlier one.
+func (r *Recorder) Len() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ex) + r.dropped
+}
+
 // Exchanges returns copies of the recorded exchanges, and how many were
 // dropped past the limit.
 func (r *Recorder) Exchanges() ([]Exchange, int) {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,12 @@ const ProtocolVersion = "agents-protocol-2026-04-25"
 const (
 	LevelsClaimed = "claimed"
 	LevelsAll     = "all"
+)
+
+// FailOnUnverified and FailOnFailures are the values of FailOn.
+const (
+	FailOnUnverified = "unverified"
+	FailOnFailures   = "failures"
 )
 
 // Timeouts are the named waits of a run.
@@ -79,6 +86,16 @@ type Config struct {
 	// requirements that fail or stay unverified are expected, and a listed
 	// one that now passes is stale.
 	Baseline string
+	// SkipLevels are levels not checked even when Levels selects them;
+	// Areas, when set, are the only areas checked (requirement-id
+	// prefixes such as CORE-DUR); SkipAreas are areas not checked. What
+	// is not checked by choice is reported "not requested" and never
+	// fails the gate.
+	SkipLevels, Areas, SkipAreas []string
+	// FailOn is what fails the gate (exit 1): FailOnUnverified (the
+	// default: a failed MUST, and an observable MUST left unverified) or
+	// FailOnFailures (a failed MUST only).
+	FailOn string
 	// JUnit is the granularity of junit.xml: "requirement" (one testcase
 	// per requirement, the default) or "spec" (one per Ginkgo spec).
 	JUnit string
@@ -137,6 +154,7 @@ const (
 func Defaults() Config {
 	return Config{
 		Levels:          []string{LevelsClaimed},
+		FailOn:          FailOnUnverified,
 		Out:             "conform-report",
 		Timeouts:        Timeouts{Request: 10 * time.Second, Task: 30 * time.Second, Stream: 10 * time.Second, Restart: time.Minute},
 		ProtocolVersion: ProtocolVersion,
@@ -185,6 +203,16 @@ func listSetting(key, help string, field func(*Config) *[]string) setting {
 	}
 }
 
+// areaListSetting is a list of areas, kept in upper case (CORE-DUR).
+func areaListSetting(key, help string, field func(*Config) *[]string) setting {
+	st := listSetting(key, help, field)
+	st.set = func(c *Config, v string) error {
+		*field(c) = splitList(strings.ToUpper(v))
+		return nil
+	}
+	return st
+}
+
 func stringSetting(key, kind, help string, field func(*Config) *string) setting {
 	return setting{key: key, kind: kind, help: help,
 		set: func(c *Config, v string) error { *field(c) = strings.TrimSpace(v); return nil },
@@ -217,6 +245,19 @@ var settings = []setting{
 		get: func(c *Config) string { return c.ReadOnlyAPIKey }},
 	secretFileSetting("read_only_api_key_file", "read-only actor's API key", func(c *Config) (*string, *string) { return &c.ReadOnlyAPIKeyFile, &c.ReadOnlyAPIKey }),
 	listSetting("levels", "levels to run: claimed (those the target advertises, plus core), all, or a list of core,extended,receipts,replay", func(c *Config) *[]string { return &c.Levels }),
+	listSetting("skip_levels", "levels not to check even when --levels selects them (claimed ones included), e.g. replay; reported not requested", func(c *Config) *[]string { return &c.SkipLevels }),
+	areaListSetting("areas", "check only these areas of the selected levels: requirement-id prefixes such as CORE-DUR or EXT-WS (`conform list --areas`); the rest is reported not requested", func(c *Config) *[]string { return &c.Areas }),
+	areaListSetting("skip_areas", "areas not to check, e.g. CORE-DUR,EXT-OAUTH: reported not requested, and they never fail the gate", func(c *Config) *[]string { return &c.SkipAreas }),
+	{key: "fail_on", kind: "name", help: "what fails the gate (exit 1): unverified (default: a failed MUST, or an observable MUST left unverified) or failures (failed MUSTs only; the unverified ones are still listed)",
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(strings.TrimSpace(v)); v {
+			case FailOnUnverified, FailOnFailures:
+				c.FailOn = v
+				return nil
+			}
+			return fmt.Errorf("%q is not unverified or failures", v)
+		},
+		get: func(c *Config) string { return c.FailOn }},
 	stringSetting("out", "dir", "directory for conform.json, junit.xml and summary.md", func(c *Config) *string { return &c.Out }),
 	durationSetting("request_timeout", "limit on one HTTP exchange", func(c *Config) *time.Duration { return &c.Timeouts.Request }, 100*time.Millisecond, 10*time.Minute),
 	durationSetting("task_timeout", "limit on a task reaching an awaited state", func(c *Config) *time.Duration { return &c.Timeouts.Task }, time.Second, time.Hour),
@@ -653,7 +694,18 @@ func (c Config) Validate() error {
 			return fmt.Errorf("levels: unknown level %q (want claimed, all, or a list of core,extended,receipts,replay)", l)
 		}
 	}
+	for _, l := range c.SkipLevels {
+		if !levelNames[strings.ToLower(l)] {
+			return fmt.Errorf("skip_levels: unknown level %q (want a list of core,extended,receipts,replay)", l)
+		}
+	}
+	if err := c.validateAreas(); err != nil {
+		return err
+	}
 	if c.Profile != "" {
+		if len(c.SkipLevels) > 0 {
+			return fmt.Errorf("skip_levels: a profile run (profile %s) checks the profile's requirements only; drop skip_levels", c.Profile)
+		}
 		if !(len(c.Levels) == 1 && strings.EqualFold(c.Levels[0], LevelsClaimed)) {
 			return fmt.Errorf("levels: a profile run (profile %s) checks the profile's requirements only; drop levels", c.Profile)
 		}
@@ -703,6 +755,52 @@ func (c Config) Validate() error {
 		return errors.New("restart_cmd: contains a NUL byte")
 	}
 	return c.OAuth.validate()
+}
+
+// validateAreas checks the areas and skip_areas lists against the
+// registry (the Harn levels' areas and the profiles').
+func (c Config) validateAreas() error {
+	if len(c.Areas) == 0 && len(c.SkipAreas) == 0 {
+		return nil
+	}
+	reg, err := requirements.Default()
+	if err != nil {
+		return err
+	}
+	known := reg.Areas("")
+	for _, f := range []struct {
+		key  string
+		list []string
+	}{{"areas", c.Areas}, {"skip_areas", c.SkipAreas}} {
+		for _, a := range f.list {
+			if !slices.Contains(known, a) {
+				return fmt.Errorf("%s: unknown area %q: an area is a requirement-id prefix such as CORE-DUR or EXT-WS%s (`conform list --areas` lists them)", f.key, a, closeAreas(a, known))
+			}
+		}
+	}
+	for _, a := range c.Areas {
+		if slices.Contains(c.SkipAreas, a) {
+			return fmt.Errorf("areas: %s is also in skip_areas", a)
+		}
+	}
+	return nil
+}
+
+// closeAreas is ", did you mean …?" for the known areas that share a
+// level prefix or a name with a, or "".
+func closeAreas(a string, known []string) string {
+	level, name, _ := strings.Cut(a, "-")
+	var close []string
+	for _, k := range known {
+		kl, kn, _ := strings.Cut(k, "-")
+		if (name != "" && (strings.HasPrefix(kn, name) || strings.HasPrefix(name, kn))) || (name == "" && kl == level) {
+			close = append(close, k)
+		}
+	}
+	if len(close) == 0 || len(close) > 12 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(close, ", ") + "?"
 }
 
 func (o OAuth) validate() error {

@@ -422,3 +422,38 @@ func TestProfileSettings(t *testing.T) {
 		t.Errorf("file agent_command: %q, %v", c.AgentCommand, err)
 	}
 }
+
+// The gate's settings: what fails it, and the levels and areas opted in
+// and out, checked against the registry.
+func TestGateSettings(t *testing.T) {
+	load := func(flags map[string]string) (Config, error) {
+		return Load(Sources{Env: func(string) string { return "" }, Flags: flags})
+	}
+	c, err := load(nil)
+	if err != nil || c.FailOn != FailOnUnverified {
+		t.Fatalf("default fail_on = %q (%v), want %q", c.FailOn, err, FailOnUnverified)
+	}
+	c, err = load(map[string]string{"fail-on": "Failures", "skip-levels": "replay", "areas": "core-dur, ext-ws", "skip-areas": "CORE-AUTH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FailOn != FailOnFailures || strings.Join(c.SkipLevels, ",") != "replay" || strings.Join(c.Areas, ",") != "CORE-DUR,EXT-WS" || strings.Join(c.SkipAreas, ",") != "CORE-AUTH" {
+		t.Errorf("got fail_on %q, skip_levels %v, areas %v, skip_areas %v", c.FailOn, c.SkipLevels, c.Areas, c.SkipAreas)
+	}
+	if m := c.Redacted(); m["fail_on"] != "failures" || m["areas"] != "CORE-DUR,EXT-WS" {
+		t.Errorf("report config = %v", m)
+	}
+	for flags, want := range map[string]map[string]string{
+		`"always" is not unverified or failures`:          {"fail-on": "always"},
+		`skip_levels: unknown level "gold"`:               {"skip-levels": "gold"},
+		`unknown area "CORE-DURABILITY"`:                  {"areas": "core-durability"},
+		`did you mean CORE-DUR?`:                          {"skip-areas": "CORE-DURABILITY"},
+		`areas: CORE-DUR is also in skip_areas`:           {"areas": "CORE-DUR", "skip-areas": "core-dur"},
+		`unknown area "CORE-DUR-001"`:                     {"areas": "CORE-DUR-001"},
+		`skip_levels: a profile run (profile openharness`: {"profile": "openharness", "skip-levels": "core"},
+	} {
+		if _, err := load(want); err == nil || !strings.Contains(err.Error(), flags) {
+			t.Errorf("%v: error %v, want one containing %q", want, err, flags)
+		}
+	}
+}

@@ -4,7 +4,10 @@
 package evidence
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2/types"
 
@@ -69,6 +72,10 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	Message string `json:"message"`
 	Remedy  string `json:"remedy,omitempty"` // with VerdictUnverified
+	// At is how many exchanges the spec had made when the verdict was
+	// recorded: the exchange it is about is the At-th or an earlier one
+	// (0: not known).
+	At int `json:"at,omitempty"`
 }
 
 // Transcript is a failed spec's redacted wire record.
@@ -140,4 +147,82 @@ type Source struct {
 	How string `json:"how"`
 	// Requirements are the ones the object's checks are under.
 	Requirements []string `json:"requirements"`
+}
+
+// Test hooks: what a target implements only so that the suite can drive
+// it (docs/interpretations.md#hook-attested). A verdict whose evidence came
+// through one of them is hook-attested: the report says so, because a
+// target's hook may behave where its ordinary path does not. The conform.*
+// capabilities that only say where ordinary behaviour is to be found
+// (conform.receipt_keys, conform.max_request_bytes, the conform.tape
+// metadata of replay tapes) are no test hooks.
+const (
+	// HookScenarios: scenario steps in a task's metadata["conform.scenario"]
+	// (docs/scenarios.md), the use_secret canary included.
+	HookScenarios = "conform.scenarios"
+	// HookVaultSecrets: secret values given to POST /v1/vaults.
+	HookVaultSecrets = "conform.vault_secrets"
+	// HookQuotas: quotas created and metered by POST /v1/conform/quotas.
+	HookQuotas = "conform.quotas"
+	// HookConnectors: connectors and provider deliveries made by POST
+	// /v1/conform/connectors.
+	HookConnectors = "conform.connectors"
+	// HookOAuthTestTokens: expired, wrong-audience and wrong-issuer tokens
+	// minted on request (conform_test_token, docs/oauth.md).
+	HookOAuthTestTokens = "conform.oauth_test_tokens"
+	// HookVerifySubmitted: the verify API checking a receipt copy sent in
+	// its body (docs/receipts.md).
+	HookVerifySubmitted = "conform.receipt_verify_submitted"
+)
+
+// Hooks lists every test hook.
+var Hooks = []string{HookScenarios, HookVaultSecrets, HookQuotas, HookConnectors, HookOAuthTestTokens, HookVerifySubmitted}
+
+// EntryHook is the report entry of a spec that used a test hook (HookUse).
+const EntryHook = "conform.hook"
+
+// HookUse records that some of a spec's evidence came through a test hook.
+type HookUse struct {
+	Hook string `json:"hook"`
+	// How says what went through it, e.g. "POST /v1/sessions/s_1/tasks
+	// with a conform.scenario".
+	How string `json:"how"`
+	// Requirements are the ones whose verdicts in this spec rest on it;
+	// empty: every requirement the spec names.
+	Requirements []string `json:"requirements,omitempty"`
+}
+
+// HooksIn names the test hooks one exchange the suite sent used: a request
+// the target accepted (2xx) that carried a scenario, created vault secrets
+// or went to a hook's route under /v1/conform/. A refused request used
+// nothing: the target did not act on it. (The OAuth test tokens and the
+// verify extension are recorded where the suite uses them, not here.)
+func HooksIn(t client.Traffic) []string {
+	if t.Kind != "http" || t.Status/100 != 2 {
+		return nil
+	}
+	var out []string
+	switch {
+	case strings.HasPrefix(t.Path, "/v1/conform/quotas"):
+		out = append(out, HookQuotas)
+	case strings.HasPrefix(t.Path, "/v1/conform/connectors"):
+		out = append(out, HookConnectors)
+	}
+	if len(t.RequestBody) == 0 || !bytes.Contains(t.RequestBody, []byte(`"conform.scenario"`)) && !bytes.Contains(t.RequestBody, []byte(`"secrets"`)) {
+		return out
+	}
+	var body struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+		Secrets  json.RawMessage            `json:"secrets"`
+	}
+	if json.Unmarshal(t.RequestBody, &body) != nil {
+		return out
+	}
+	if _, ok := body.Metadata["conform.scenario"]; ok {
+		out = append(out, HookScenarios)
+	}
+	if t.Method == http.MethodPost && t.Path == "/v1/vaults" && len(body.Secrets) > 0 && string(body.Secrets) != "null" {
+		out = append(out, HookVaultSecrets)
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -327,6 +328,29 @@ func (g *Registry) Lookup(id string) (Requirement, bool) {
 		return Requirement{}, false
 	}
 	return g.all[i], true
+}
+
+// AreaOf is the area of a requirement id: the id without its number,
+// "CORE-DUR" for CORE-DUR-001 (a level's prefix and the area's name).
+func AreaOf(id string) string {
+	i := strings.LastIndex(id, "-")
+	if i < 0 {
+		return ""
+	}
+	return id[:i]
+}
+
+// Areas lists the areas of the registry's requirements of level l (of
+// every level when l is ""), sorted.
+func (g *Registry) Areas(l Level) []string {
+	var out []string
+	for _, r := range g.all {
+		if a := AreaOf(r.ID); (l == "" || r.Level == l) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ByLevel returns the requirements of one level, sorted by id.

@@ -38,11 +38,14 @@ func Attach(name, schema string, doc any) {
 // Evidence records, in the current spec's evidence, where the object the
 // checks of src.Requirements judge came from (evidence.Source): the
 // target's own lists, a plain task of the run, a test hook, or a write of
-// another level.
+// another level. A source of kind hook makes the verdicts on
+// src.Requirements hook-attested (UsedHook).
 func Evidence(src evidence.Source) {
 	name := "source: " + src.Object
 	if src.Kind == evidence.SourceHook {
 		name += " (" + src.Hook + ")"
+		// The verdicts on its requirements rest on the hook.
+		UsedHook(src.Hook, src.Object+": "+src.How, src.Requirements...)
 	}
 	Attach(name, evidence.SourceSchema, src)
 }

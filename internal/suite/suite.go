@@ -92,19 +92,72 @@ type specState struct {
 	unjudged int              // exchanges past maxTraffic, which the oracle did not see
 
 	atEnd []func() // AtSpecEnd's, run last first
+
+	hooks []evidence.HookUse // the test hooks the spec used (UsedHook, and seen on the wire)
 }
 
 // maxTraffic bounds what one spec keeps for the oracle.
 const maxTraffic = 2000
 
 func (st *specState) observe(t client.Traffic) {
+	hooks := evidence.HooksIn(t)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	for _, h := range hooks {
+		st.addHook(evidence.HookUse{Hook: h, How: hookHow(t, h)})
+	}
 	if len(st.traffic) < maxTraffic {
 		st.traffic = append(st.traffic, t)
 		return
 	}
 	st.unjudged++
+}
+
+// addHook keeps one use of each hook for each set of requirements (the
+// first one's how), and none narrower than a use of the same hook for all
+// the spec's requirements. Call it with st.mu held.
+func (st *specState) addHook(u evidence.HookUse) {
+	for _, h := range st.hooks {
+		if h.Hook == u.Hook && (len(h.Requirements) == 0 || slices.Equal(h.Requirements, u.Requirements)) {
+			return
+		}
+	}
+	if len(u.Requirements) == 0 {
+		st.hooks = slices.DeleteFunc(st.hooks, func(h evidence.HookUse) bool { return h.Hook == u.Hook })
+	}
+	st.hooks = append(st.hooks, u)
+}
+
+// hookHow says what an exchange sent through hook h.
+func hookHow(t client.Traffic, h string) string {
+	what := map[string]string{
+		evidence.HookScenarios:    "with a conform.scenario",
+		evidence.HookVaultSecrets: "with secret values",
+	}[h]
+	return strings.TrimSpace(t.Method + " " + t.Path + " " + what)
+}
+
+// UsedHook records that some of the current spec's evidence came through
+// the test hook named (evidence.Hooks), made as how says: the verdicts on
+// reqs in this spec — on every requirement it names, when reqs is empty —
+// are then hook-attested in the report
+// (docs/interpretations.md#hook-attested). Requests the target accepted
+// with a scenario, vault secrets or to a hook's route are recorded without
+// it, as the spec's client sees them; call it for what the wire does not
+// show: a hook used through another client (the OAuth test tokens), a
+// probe whose hook the verdict rests on only sometimes (the verify
+// extension), objects another spec made (a run shared between specs).
+func UsedHook(hook, how string, reqs ...string) {
+	st := current.Load()
+	if st == nil {
+		return
+	}
+	r := slices.Clone(reqs)
+	slices.Sort(r)
+	r = slices.Compact(r)
+	st.mu.Lock()
+	st.addHook(evidence.HookUse{Hook: hook, How: Env().Redactor.String(how), Requirements: r})
+	st.mu.Unlock()
 }
 
 var (
@@ -146,6 +199,13 @@ var _ = AfterEach(func() {
 		atEnd[i]()
 	}
 	judgeTraffic(st)
+	st.mu.Lock()
+	hooks := st.hooks
+	st.hooks = nil
+	st.mu.Unlock()
+	for _, h := range hooks {
+		AddReportEntry(evidence.EntryHook, h, ReportEntryVisibilityNever)
+	}
 	ex, dropped := st.rec.Exchanges()
 	if len(ex) > 0 {
 		samples := make([]evidence.LatencySample, 0, len(ex))
@@ -210,7 +270,8 @@ func AtSpecEnd(f func()) {
 // the report lists it under self_checks, never as a verdict on the target.
 var Offline = Label(evidence.OfflineLabel)
 
-// gate skips a spec whose level this run does not check, with the reason.
+// gate skips a spec whose level this run does not check, or all of whose
+// requirements are in areas it does not check, with the reason.
 func gate(env *target.Env) {
 	labels := CurrentSpecReport().Labels()
 	if slices.Contains(labels, evidence.OfflineLabel) {
@@ -228,6 +289,21 @@ func gate(env *target.Env) {
 		if sel := env.Selected(lv); !sel.Run {
 			NotApplicable(fmt.Sprintf("level %s not checked: %s", lv, sel.Reason))
 		}
+	}
+	// A spec all of whose requirements are in areas the run does not
+	// check (--areas, --skip-areas) is not run.
+	var why []string
+	for _, id := range specReqs() {
+		ok, reason := env.AreaChecked(id)
+		if ok {
+			return
+		}
+		if !slices.Contains(why, reason) {
+			why = append(why, reason)
+		}
+	}
+	if len(why) > 0 {
+		NotApplicable("not checked: " + strings.Join(why, "; "))
 	}
 }
 
@@ -274,8 +350,12 @@ func record(req, verdict string, err error) evidence.Verdict {
 // own in this spec.
 func recordMsg(req, verdict, msg, remedy string) evidence.Verdict {
 	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Remedy: remedy}
+	st := current.Load()
+	if st != nil {
+		v.At = st.rec.Len()
+	}
 	AddReportEntry(evidence.EntryVerdict, v, ReportEntryVisibilityNever)
-	if st := current.Load(); st != nil {
+	if st != nil {
 		st.vmu.Lock()
 		st.judged[req] = true
 		if verdict == evidence.VerdictFail || verdict == evidence.VerdictError {
@@ -686,6 +766,9 @@ func judgeTraffic(st *specState) {
 			r, ok := reg.Lookup(v.Req)
 			if !ok || !env.Selected(r.Level).Run {
 				continue
+			}
+			if checked, _ := env.AreaChecked(v.Req); !checked {
+				continue // an area the user left out
 			}
 			if f := byReq[v.Req]; f != nil {
 				f.more++

@@ -10,6 +10,7 @@ package suite_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/target"
@@ -72,6 +74,29 @@ var _ = Describe("verdicts", func() {
 
 	It("must: a transport failure is an error, and so is what it blocks", suite.Req("CORE-EVT-003", "CORE-EVT-004"), func() {
 		suite.Must("CORE-EVT-003", timeout())
+	})
+})
+
+var _ = Describe("hooks", func() {
+	It("a hook for every requirement of the spec", suite.Req("CORE-VER-001", "CORE-VER-002"), func() {
+		suite.UsedHook(evidence.HookScenarios, "task t_1 submitted with a conform.scenario")
+		suite.UsedHook(evidence.HookScenarios, "task t_2 submitted with a conform.scenario") // the same use: kept once
+	})
+
+	It("a hook for some requirements of the spec", suite.Req("CORE-VER-003", "CORE-VER-004"), func() {
+		suite.UsedHook(evidence.HookQuotas, "POST /v1/conform/quotas", "CORE-VER-003")
+	})
+
+	It("no hook, on a requirement another spec judged with one", suite.Req("CORE-VER-001"), func() {})
+
+	It("a source of kind hook", suite.Req("CORE-SSE-001", "CORE-SSE-002"), func() {
+		suite.Evidence(evidence.Source{Kind: evidence.SourceHook, Hook: evidence.HookScenarios, Object: "task t_3 (FAILED)", How: "a task whose scenario fails", Requirements: []string{"CORE-SSE-002"}})
+		suite.Evidence(evidence.Source{Kind: evidence.SourceRun, Object: "task t_4 (FAILED)", How: "a plain task", Requirements: []string{"CORE-SSE-001"}})
+	})
+
+	It("a hook, then a failure", suite.Req("CORE-SSE-003"), func() {
+		suite.UsedHook(evidence.HookConnectors, "POST /v1/conform/connectors")
+		suite.Check("CORE-SSE-003", errors.New("GET /v1/sessions/s/events → 200: not an event stream"))
 	})
 })
 
@@ -166,6 +191,28 @@ func TestVerdicts(t *testing.T) {
 	for _, s := range r.Specs {
 		if strings.Contains(s.Name, "transport") && s.Verdict != reports.Error {
 			t.Errorf("spec %q = %s, want error", s.Name, s.Verdict)
+		}
+	}
+
+	// Hooks: a verdict rests on every hook a spec that judged it used for
+	// it; a requirement is hook-free only when no such spec used one.
+	for id, hooks := range map[string][]string{
+		"CORE-VER-001": {evidence.HookScenarios}, "CORE-VER-002": {evidence.HookScenarios},
+		"CORE-VER-003": {evidence.HookQuotas}, "CORE-VER-004": nil,
+		"CORE-SSE-001": nil, "CORE-SSE-002": {evidence.HookScenarios},
+		"CORE-SSE-003": {evidence.HookConnectors},
+	} {
+		q := req(id)
+		if !slices.Equal(q.Hooks, hooks) {
+			t.Errorf("%s hooks = %v, want %v", id, q.Hooks, hooks)
+		}
+		if id == "CORE-SSE-003" && (q.Verdict != reports.Fail || len(q.Evidence) != 1 || !slices.Equal(q.Evidence[0].Hooks, hooks)) {
+			t.Errorf("CORE-SSE-003 = %s with evidence %+v, want a failure seen through %v", q.Verdict, q.Evidence, hooks)
+		}
+	}
+	for _, s := range r.Specs {
+		if s.Name == "hooks a hook for every requirement of the spec" && (len(s.Hooks) != 1 || s.Hooks[0].How != "task t_1 submitted with a conform.scenario") {
+			t.Errorf("spec %q hooks = %+v, want the first use, once", s.Name, s.Hooks)
 		}
 	}
 }

@@ -187,8 +187,12 @@ func (o *OAuth) BadToken(ctx context.Context, kind string) (token, from string, 
 	if err != nil {
 		return "", "", err
 	}
-	return tok.AccessToken, "the target's " + OAuthTestTokensCapability + " hook", nil
+	return tok.AccessToken, TestTokenSource, nil
 }
+
+// TestTokenSource is BadToken's from for a token the target minted through
+// its test-token hook: a verdict on it is hook-attested.
+const TestTokenSource = "the target's " + OAuthTestTokensCapability + " hook"
 
 // ClientRefused reports whether err is the token endpoint refusing the
 // run's client (its id or secret): the operator's to fix.

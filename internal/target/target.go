@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -224,9 +225,36 @@ func selectFor(cfg config.Config, d Discovery) []Selection {
 		default:
 			s.Reason = "not requested"
 		}
+		switch {
+		case !s.Run:
+		case slices.ContainsFunc(cfg.SkipLevels, func(x string) bool { return strings.EqualFold(x, string(l)) }):
+			s.Run, s.Explicit, s.Reason = false, false, "skipped with --skip-levels"
+		case len(cfg.Areas) > 0 && !slices.ContainsFunc(cfg.Areas, func(a string) bool { return areaOfLevel(a, l) }):
+			s.Run, s.Explicit, s.Reason = false, false, "none of its areas requested with --areas"
+		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// areaOfLevel reports whether area (CORE-DUR) is one of level l's.
+func areaOfLevel(area string, l requirements.Level) bool {
+	reg, err := requirements.Default()
+	return err == nil && slices.Contains(reg.Areas(l), area)
+}
+
+// AreaChecked reports whether the run checks requirement id's area (by
+// --areas and --skip-areas), and when not, why. Its level's selection is
+// Selected's.
+func (e *Env) AreaChecked(id string) (bool, string) {
+	a := requirements.AreaOf(id)
+	switch {
+	case slices.Contains(e.Config.SkipAreas, a):
+		return false, "area " + a + " skipped with --skip-areas"
+	case len(e.Config.Areas) > 0 && !slices.Contains(e.Config.Areas, a):
+		return false, "area " + a + " not among --areas " + strings.Join(e.Config.Areas, ",")
+	}
+	return true, ""
 }
 
 // LevelNames renders a selection list for messages.

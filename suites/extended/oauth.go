@@ -15,6 +15,7 @@ import (
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/config"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/oauth"
 	"github.com/harn-conform/conform/internal/openapi"
 	"github.com/harn-conform/conform/internal/requirements"
@@ -444,6 +445,9 @@ func badToken(ctx context.Context, o *target.OAuth, rt *refusedTokens, req, kind
 		suite.NothingToCheck(req, fmt.Sprintf("the run has no %s token from the target's issuer (no operator fixture, and discovery does not advertise %s)",
 			strings.ReplaceAll(kind, "_", "-"), target.OAuthTestTokensCapability), remedyBadToken(kind))
 		return
+	}
+	if from == target.TestTokenSource {
+		suite.UsedHook(evidence.HookOAuthTestTokens, "a "+kind+" token minted with conform_test_token="+kind, req)
 	}
 	if why := fixtureProblem(kind, tok, valid.AccessToken, time.Now()); why != "" {
 		suite.NothingToCheck(req, fmt.Sprintf("the %s token from %s cannot show this: %s", strings.ReplaceAll(kind, "_", "-"), from, why), remedyBadToken(kind))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/receipt"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -23,7 +24,7 @@ import (
 // ({"receipt": {…}}), a conform extension (docs/receipts.md). It is an
 // extra: the suite gets its "invalid" answers from the standard request
 // first (trust_anchor, at_time).
-const VerifySubmittedCapability = "conform.receipt_verify_submitted"
+const VerifySubmittedCapability = evidence.HookVerifySubmitted
 
 // untrustedAnchor and beforeAnyReceipt are the standard verify request's
 // members the suite uses to ask for an honest "invalid": a trust anchor
@@ -454,12 +455,19 @@ var _ = Describe("Receipts of finished tasks", func() {
 			resp := do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: map[string]any{"receipt": m}}, "RCPT-VERIFY-002")
 			a, err := check.Verification(resp)
 			suite.Check("RCPT-VERIFY-001", err)
+			// The verdict rests on the extension when it found a problem,
+			// or when only it gave an invalid answer.
+			onHook := true
 			switch {
 			case err != nil:
 			case a.Valid:
 				suite.Check("RCPT-VERIFY-002", fmt.Errorf("%s: a copy of %s with issued_at changed after sealing is reported valid, want valid: false (its hash no longer matches); the target advertises %q", resp, lr.doc.Label(), VerifySubmittedCapability))
 			default:
+				onHook = invalid == 0
 				invalid++
+			}
+			if onHook {
+				suite.UsedHook(evidence.HookVerifySubmitted, fmt.Sprintf("POST %s with a copy of %s changed after sealing", path, lr.doc.Label()))
 			}
 		} else {
 			ignored = append(ignored, fmt.Sprintf("the target does not advertise the conform extension %q, so no tampered copy was sent", VerifySubmittedCapability))
@@ -520,6 +528,7 @@ var _ = Describe("Receipts of finished tasks", func() {
 		if r.canary == "" {
 			suite.Unverified(r.noCanary, remedyCanary)
 		}
+		suite.UsedHook(evidence.HookScenarios, "the canary secret handed to a task of the receipts run by the use_secret step")
 		for _, path := range []string{"/v1/sessions/" + client.Seg(r.session) + "/events", "/v1/events"} {
 			q := url.Values{"limit": {"200"}}
 			if path == "/v1/events" {

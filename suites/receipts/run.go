@@ -415,6 +415,11 @@ func (r *run) poll(ctx context.Context, id string, want func(string) bool) (task
 // records its own verdict. The spec goes on with the other tasks.
 func (r *run) listed(ctx context.Context, f *finished) [][]byte {
 	GinkgoHelper()
+	if f.hooked {
+		// What the spec judges of this task's receipts rests on the hook
+		// that drove the task (docs/interpretations.md#hook-attested).
+		suite.UsedHook(evidence.HookScenarios, "the receipts of task "+f.id+" ("+f.how+")")
+	}
 	rs, ok := r.receipts[f.id]
 	where := "GET /v1/tasks/" + f.id + "/receipts"
 	if !ok {

@@ -18,6 +18,7 @@ import (
 	fixture "github.com/harn-conform/conform/fixtures/replay"
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
@@ -146,6 +147,9 @@ func theFixture(ctx context.Context) *fixtureRun {
 		gen := suite.Restarts()
 		fxShared.r, fxShared.gen = runFixture(ctx, fxTarget, 2), gen
 	}
+	// Its source task is driven by the hook's replay steps, whichever spec
+	// made it (docs/interpretations.md#hook-attested).
+	suite.UsedHook(evidence.HookScenarios, "the replay fixture's source task, run by its replay steps")
 	return fxShared.r
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/evidence"
 	"github.com/harn-conform/conform/internal/replaydet"
 	"github.com/harn-conform/conform/internal/suite"
 )
@@ -93,6 +94,9 @@ func theDeps(ctx context.Context) *depRun {
 		src := submitSource(ctx, "", depSteps(), "conform replay: a source with recorded dependencies")
 		depShared = &depRun{src: src, exact: replayOf(ctx, src.id, map[string]any{"mode": "exact"}), gen: gen}
 	}
+	// Whichever spec made it, the source ran on the hook's replay steps
+	// (docs/interpretations.md#hook-attested).
+	suite.UsedHook(evidence.HookScenarios, "the source task "+depShared.src.id+", run by replay steps (recorded dependencies)")
 	return depShared
 }
 
@@ -122,6 +126,7 @@ func theRetain(ctx context.Context) (*source, string, *replayRun) {
 			gen   int64
 		}{src, key, replayOf(ctx, src.id, map[string]any{"mode": "exact"}), gen}
 	}
+	suite.UsedHook(evidence.HookScenarios, "the source task "+retainShared.src.id+", run by a model_call step whose material is not retained")
 	r := retainShared
 	r.src.needKey(r.key, "the model_call gone:1 (retain: false)")
 	if !r.exact.accepted() || r.exact.why != "" {

@@ -86,7 +86,8 @@ func verdictRank(v string) int {
 }
 
 // statusRank orders the statuses of a checked level; -1 for a level not
-// checked (not claimed, not requested), which is not ranked against them.
+// checked (not claimed, not requested) or not decided (undecided: the run
+// stopped), which is not ranked against them.
 func statusRank(s string) int {
 	switch reports.LevelStatus(s) {
 	case reports.Conformant:

@@ -218,6 +218,15 @@ func runSpecs(opts Options, env *target.Env, reg *requirements.Registry, known *
 			fmt.Fprintf(console, "  %s: skipped (%s)\n", s.Level, s.Reason)
 		}
 	}
+	if len(cfg.Areas) > 0 {
+		fmt.Fprintf(console, "  areas: only %s (--areas)\n", strings.Join(cfg.Areas, ", "))
+	}
+	if len(cfg.SkipAreas) > 0 {
+		fmt.Fprintf(console, "  areas: not %s (--skip-areas)\n", strings.Join(cfg.SkipAreas, ", "))
+	}
+	if cfg.FailOn == config.FailOnFailures {
+		fmt.Fprintln(console, "  gate: --fail-on failures (unverified MUSTs are listed, and do not fail the run)")
+	}
 	if env.Discovery.Error != "" {
 		fmt.Fprintf(console, "  discovery failed: %s\n", env.Redactor.String(env.Discovery.Error))
 	}
@@ -324,6 +333,9 @@ func finish(opts Options, rep *reports.Report) error {
 		files = append(files, filepath.Join(cfg.Out, f))
 	}
 	fmt.Fprintf(console, "reports: %s\n", strings.Join(files, ", "))
+	if un := reports.Unjudged(rep); len(un) > 0 {
+		fmt.Fprintf(console, "badges: none for %s (not judged in this run: a badge another run wrote is left as it is)\n", strings.Join(un, ", "))
+	}
 	return nil
 }
 
