@@ -41,6 +41,7 @@ var errorTypes = map[string]string{
 	"method_not_allowed":           "request_error",   // not in the taxonomy: 405 has no code there
 	"route_not_found":              "not_found_error", // not in the taxonomy: a path the protocol does not define (local.go)
 	"not_implemented":              "server_error",    // not in the taxonomy: a protocol operation the Harness does not offer (501)
+	"unsupported_media_type":       "request_error",   // not in the taxonomy: a body that is not JSON by its Content-Type (415; hostile.go)
 	"invalid_state_transition":     "request_error",
 	"unauthenticated":              "auth_error",
 	"permission_denied":            "permission_error",

@@ -14,8 +14,9 @@ import (
 // (a name, a description, metadata, a message's text), so an effect shows
 // even in a list other writers add to.
 
-// Snapshot is what a set of refused requests must leave as it was.
-type Snapshot struct {
+// Effects is what a set of refused requests must leave as it was: a
+// snapshot of what they could have changed.
+type Effects struct {
 	// Objects are resources read by id, by path (nil: it could not be
 	// read then, and is not compared).
 	Objects map[string]map[string]any
@@ -39,7 +40,7 @@ var effectFields = []string{"name", "description", "state", "status", "summary",
 // each carried marker (what names them, e.g. "writes refused to the
 // read-only actor"): every object still reads, with the same effectFields;
 // every list holds the same ids; and the marker shows nowhere.
-func NoEffect(what string, before, after Snapshot, marker string) error {
+func NoEffect(what string, before, after Effects, marker string) error {
 	var errs []string
 	for _, p := range sortedObjects(before.Objects) {
 		b, a := before.Objects[p], after.Objects[p]

@@ -117,6 +117,10 @@ type Config struct {
 	// Profile, when set, makes the run check that profile (openharness,
 	// acp-harbor; docs/profiles.md) instead of Harn levels.
 	Profile string
+	// NegativeBudget bounds the malformed requests of the hostile-input
+	// pass (internal/negative), shrinking included, over all the levels the
+	// run checks; 0 = no pass (its requirements are unverified).
+	NegativeBudget int
 	// AgentCommand is the agent a command-driven profile (acp-harbor)
 	// starts: the program and its arguments, everything after `--` on
 	// conform's command line. It may hold credentials, so reports show
@@ -150,6 +154,10 @@ const (
 	JUnitPerSpec        = "spec"
 )
 
+// DefaultNegativeBudget is the hostile-input pass's default budget: sized to
+// add a few seconds to a run against a local target (docs/performance.md).
+const DefaultNegativeBudget = 600
+
 // Defaults returns the configuration before any source is applied.
 func Defaults() Config {
 	return Config{
@@ -160,6 +168,7 @@ func Defaults() Config {
 		ProtocolVersion: ProtocolVersion,
 		MaxBodyBytes:    8 << 20,
 		JUnit:           JUnitPerRequirement,
+		NegativeBudget:  DefaultNegativeBudget,
 	}
 }
 
@@ -288,6 +297,16 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strconv.FormatInt(c.Seed, 10) }},
+	{key: "negative_budget", kind: "int", help: "malformed requests the hostile-input pass may send, shrinking included, over all levels checked (0: no pass; its requirements are then unverified) [0, 100000]",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 100000 {
+				return fmt.Errorf("%q is not a whole number in [0, 100000]", v)
+			}
+			c.NegativeBudget = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(c.NegativeBudget) }},
 	stringSetting("protocol_version", "string", "value sent in Harn-Agents-Protocol-Version", func(c *Config) *string { return &c.ProtocolVersion }),
 	{key: "max_body_bytes", kind: "int", help: "largest response body read from the target, in bytes [1024, 1073741824]",
 		set: func(c *Config, v string) error {

@@ -53,6 +53,13 @@ type Violation struct {
 	// where it declares 201 or 202): legal for an idempotent replay, which
 	// the caller, not the document, can tell.
 	UndeclaredSuccess bool
+	// Keyword is the JSON Schema keyword a body value failed ("type",
+	// "required", "enum", "minimum", "format", "pattern", "anyOf", …), ""
+	// for a violation that is not about a body value (a status, a header, a
+	// parameter, a body that is not JSON).
+	Keyword string
+	// Want holds the values an "enum" or "const" keyword allows.
+	Want []any
 }
 
 // Error reads like
@@ -380,7 +387,9 @@ func (d *Doc) checkJSON(x exchange, s *jsonschema.Schema, body []byte) []Violati
 		if l.hasValue {
 			val = jsonValue(l.value)
 		}
-		out = append(out, x.violation(jsonv.Pointer(l.loc...), val, l.msg, req))
+		v := x.violation(jsonv.Pointer(l.loc...), val, l.msg, req)
+		v.Keyword, v.Want = l.keyword, l.want
+		out = append(out, v)
 	}
 	return out
 }
@@ -524,6 +533,11 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 				b.excluded = true
 				b.disc = append(b.disc, l.want...)
 				b.discTok = l.loc[len(loc)]
+			case l.keyword == "type" && len(l.loc) == len(loc)+1 &&
+				slices.Equal(l.loc[:len(loc)], loc) && (l.loc[len(loc)] == "type" || l.loc[len(loc)] == "object"):
+				// The discriminator itself has the wrong JSON type.
+				b.excluded = true
+				b.discType = &l
 			}
 		}
 		if b.disc == nil {
@@ -548,9 +562,24 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 		l.want = want
 		return
 	}
+	// Every alternative's discriminator has the wrong JSON type (a part
+	// whose type is a number): that member's finding.
+	if len(kept) == 0 {
+		if l, ok := discTypeLeaf(all); ok {
+			w.leaves = append(w.leaves, l)
+			return
+		}
+	}
 	// Alternatives that each require members ("supportedInterfaces or
-	// url"): one finding about the object, naming them.
+	// url"): one finding about the object, naming them; when every one
+	// misses the same discriminator (a part without its type), the finding
+	// is that member's, as when it has the wrong JSON type.
 	if missing, ok := onlyMissing(all, loc); ok {
+		if tok, ok := missingDiscriminator(all, loc); ok {
+			w.leaves = append(w.leaves, leaf{loc: appendTok(loc, tok), keyword: "required", msg: "required member is missing", frames: frames,
+				directLoc: jsonv.Pointer(loc...), directField: tok})
+			return
+		}
 		l := leaf{loc: loc, keyword: "required", frames: frames, directLoc: jsonv.Pointer(loc...),
 			msg: "one of the members " + strings.Join(missing, ", ") + " is required"}
 		w.leaves = append(w.leaves, l)
@@ -561,6 +590,20 @@ func (w *walker) alternatives(e *jsonschema.ValidationError, frames []frame, key
 		names = append(names, b.name)
 	}
 	w.add(e, frames, loc, keyword, "value matches none of the alternatives: "+strings.Join(names, ", "))
+}
+
+// discTypeLeaf reports whether every branch found its discriminator of
+// the wrong JSON type, and returns the first such finding.
+func discTypeLeaf(all []*branch) (leaf, bool) {
+	if len(all) == 0 {
+		return leaf{}, false
+	}
+	for _, b := range all {
+		if b.discType == nil || !slices.Equal(b.discType.loc, all[0].discType.loc) {
+			return leaf{}, false
+		}
+	}
+	return *all[0].discType, true
 }
 
 // onlyMissing reports whether every branch failed only for want of members
@@ -581,6 +624,27 @@ func onlyMissing(all []*branch, loc []string) ([]string, bool) {
 	return missing, len(missing) > 0
 }
 
+// missingDiscriminator reports whether every branch misses the same
+// discriminator member ("type" or "object") of the object at loc, and
+// names it.
+func missingDiscriminator(all []*branch, loc []string) (string, bool) {
+	for _, tok := range []string{"type", "object"} {
+		every := len(all) > 0
+		for _, b := range all {
+			if !slices.ContainsFunc(b.leaves, func(l leaf) bool {
+				return l.keyword == "required" && len(l.loc) == len(loc)+1 && slices.Equal(l.loc[:len(loc)], loc) && l.loc[len(loc)] == tok
+			}) {
+				every = false
+				break
+			}
+		}
+		if every {
+			return tok, true
+		}
+	}
+	return "", false
+}
+
 // branch is one alternative of a failed anyOf or oneOf.
 type branch struct {
 	name     string
@@ -588,6 +652,7 @@ type branch struct {
 	excluded bool
 	disc     []any  // the discriminator values the branch wants
 	discTok  string // the discriminator member: "type" or "object"
+	discType *leaf  // the discriminator member has the wrong JSON type
 }
 
 func sameDiscriminator(bs []*branch) bool {
@@ -685,7 +750,7 @@ func finish(vs []Violation) []Violation {
 	})
 	out := vs[:1]
 	for _, v := range vs[1:] {
-		if v != out[len(out)-1] {
+		if !sameViolation(v, out[len(out)-1]) {
 			out = append(out, v)
 		}
 	}
@@ -695,6 +760,13 @@ func finish(vs []Violation) []Violation {
 			Message: fmt.Sprintf("%d more violations not listed", n-maxViolations+1)})
 	}
 	return out
+}
+
+// sameViolation reports whether two violations say the same thing.
+func sameViolation(a, b Violation) bool {
+	return a.Kind == b.Kind && a.Op == b.Op && a.OperationID == b.OperationID && a.Pointer == b.Pointer &&
+		a.Value == b.Value && a.Message == b.Message && a.Req == b.Req && a.UndeclaredSuccess == b.UndeclaredSuccess &&
+		a.Keyword == b.Keyword && jsonValue(a.Want) == jsonValue(b.Want)
 }
 
 func pickMedia(content map[string]*media, ct string) *media {

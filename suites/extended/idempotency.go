@@ -221,7 +221,7 @@ var _ = Describe("Idempotency of Extended writes", func() {
 			suite.NothingToCheck(reqExtIdemReuse, "no keyed write of the OpenAPI could be made: "+strings.Join(notJudged, "; "), "offer the Extended writes (docs/interpretations.md#generated-probes)")
 		}
 		// The refused bodies' marker shows in nothing the writes could change.
-		suite.Check(reqExtIdemReuse, check.NoEffect("writes reusing a key with another body", check.Snapshot{}, effectsOf(ctx, fx), second))
+		suite.Check(reqExtIdemReuse, check.NoEffect("writes reusing a key with another body", check.Effects{}, effectsOf(ctx, fx), second))
 	})
 
 	It("scopes an Idempotency-Key to its actor: another actor's same create with the same key is a create of its own", suite.Req(reqExtIdemActor), func(ctx SpecContext) {

@@ -333,7 +333,7 @@ func echoTask(text string) map[string]any {
 type refusedTokens struct {
 	fx     actorFx
 	marker string
-	before check.Snapshot
+	before check.Effects
 	// noWS says why the WebSocket is not probed ("" when it is): a valid
 	// token does not open a session either, or no credential may travel
 	// over the target's ws:// URL.

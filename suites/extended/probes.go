@@ -211,9 +211,9 @@ func notOffered(ctx context.Context, p opProbe, auth string, resp *client.Respon
 // ids; every create of the document but persona and workspace names the
 // workspace or session), and the shared persona and workspace lists
 // (searched for the marker). Unreadable reads are left out.
-func effectsOf(ctx context.Context, fx actorFx) check.Snapshot {
+func effectsOf(ctx context.Context, fx actorFx) check.Effects {
 	GinkgoHelper()
-	s := check.Snapshot{Objects: map[string]map[string]any{}, Lists: map[string][]string{}, Texts: map[string]string{}}
+	s := check.Effects{Objects: map[string]map[string]any{}, Lists: map[string][]string{}, Texts: map[string]string{}}
 	for _, r := range []struct{ param, path string }{
 		{"workspace_id", "/v1/workspaces/"}, {"session_id", "/v1/sessions/"}, {"task_id", "/v1/tasks/"}, {"persona_id", "/v1/personas/"},
 		{"memory_id", "/v1/memories/"}, {"vault_id", "/v1/vaults/"}, {"artifact_id", "/v1/artifacts/"}, {"branch_id", "/v1/branches/"},
