@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
 )
 
@@ -90,7 +91,7 @@ func (s *Server) dedupeKey(x *Connector, deliveryID, kind string) string {
 	if s.opts.Faults.Has(FaultConnectorKeyIgnoresID) {
 		return x.ID + "/" + kind // the fault: one key for every delivery of a kind
 	}
-	return x.ID + "/" + deliveryID
+	return scenario.DedupeKey(x.ID, deliveryID)
 }
 
 // hookDeliver receives one provider delivery: {delivery_id, event_kind?,

@@ -86,7 +86,7 @@ var (
 		Fails: []string{"EXT-WS-012"}})
 	FaultWSIdempotencyIgnored = declare(fault.Fault{Name: "ws-idempotency-ignored",
 		Doc:   "a command's idempotency_key is ignored: a repeat acts twice",
-		Warns: []string{"EXT-WS-013"}})
+		Fails: []string{"EXT-WS-015"}})
 	// docs/interpretations.md#fail-fast: the suite's deliberately silent
 	// probe gets no frame, while every authenticated session works; only
 	// that probe's requirement may fail, whatever the spec order.

@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: sessions, messages, outcomes, workspaces and
@@ -37,7 +37,7 @@ var (
 		Why:       "a truncate_session frame is the REST truncate (docs/websocket.md section 4), so it keeps the turns too: EXT-WS-006 may fail with it"})
 	FaultForkSharesTranscript = declare(fault.Fault{Name: "fork-shares-transcript",
 		Doc:   "a fork reads its parent's live transcript, so truncating the parent empties the fork",
-		Warns: []string{"EXT-SESSION-004"}})
+		Fails: []string{"EXT-SESSION-006"}})
 	FaultArtifactDigestUnchecked = declare(fault.Fault{Name: "artifact-digest-unchecked",
 		Doc:   "an upload whose sha256 does not match its bytes is stored with the stated hash",
 		Fails: []string{"EXT-ARTIFACT-001"}})

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: personas, skills, and the idempotency of Extended

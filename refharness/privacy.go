@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: privacy and redaction (EXT-PRIV-001..004).

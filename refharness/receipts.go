@@ -14,9 +14,9 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/receipt"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: receipts, their content, sealing, signing and

@@ -12,10 +12,10 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: the replay API (POST /v1/tasks/{id}/replay).

@@ -10,9 +10,9 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	scenario "github.com/harn-conform/conform/hook"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: how a replay runs: its log, metadata, overrides and
@@ -34,7 +34,7 @@ var (
 		Why:       "the changed text is no longer the override's either: RPLY-MODE-003 sees it"})
 	FaultReplaySecretOverrideLeaks = declare(fault.Fault{Name: "replay-secret-override-leaks",
 		Doc:   "a secret override's value appears in the replayed secret_read event payload",
-		Warns: []string{"RPLY-OVERRIDE-005"}})
+		Fails: []string{"RPLY-OVERRIDE-006"}})
 	FaultReplayLogReordered = declare(fault.Fault{Name: "replay-log-reordered",
 		Doc:   "replayed events are emitted in reverse source order",
 		Fails: []string{"RPLY-LOG-001"}})

@@ -9,10 +9,10 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
 	rq "github.com/harn-conform/conform/internal/replay"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: replay override keys.

@@ -8,8 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/tape"
-	"github.com/harn-conform/conform/refharness/scenario"
+	"github.com/harn-conform/conform/refharness/fault"
 )
 
 // Tapes (docs/replay.md, "Tapes"; spec 003): a task whose run recorded a
@@ -20,6 +21,23 @@ import (
 // commit as the terminal transition, so a finished task never lacks it.
 // A replay task's tape is its own run's: recorded material where it
 // replayed the source's, the substitute where an override applied.
+
+// Faults of this area: the tape the Harness writes breaks spec 003's
+// producer requirements, each in one way.
+var (
+	FaultTapeHeaderMissing = declare(fault.Fault{Name: "tape-header-missing",
+		Doc:   "the tapes start with their first record: the header line is left out",
+		Fails: []string{"RPLY-TAPE-001"}})
+	FaultTapeSeqRepeats = declare(fault.Fault{Name: "tape-seq-repeats",
+		Doc:   "every record of a tape has seq 0",
+		Fails: []string{"RPLY-TAPE-002"}})
+	FaultTapeLargeInline = declare(fault.Fault{Name: "tape-large-payload-inline",
+		Doc:   "payloads over 4 KiB of text stay inline instead of spilling to the sidecar",
+		Fails: []string{"RPLY-TAPE-005"}})
+	FaultTapeInlineHashWrong = declare(fault.Fault{Name: "tape-inline-hash-wrong",
+		Doc:   "an inline payload's content_hash is the hash of other bytes",
+		Fails: []string{"RPLY-TAPE-006"}})
+)
 
 // Tape artifact metadata keys.
 const (
@@ -51,7 +69,7 @@ func (s *Server) addTapeLocked(cm *commit, t *Task) {
 	if ts, err := time.Parse(time.RFC3339Nano, start); err == nil {
 		startMs = ts.UnixMilli()
 	}
-	data, spilled, err := writeTape(deps, startMs)
+	data, spilled, err := writeTape(deps, startMs, s.opts.Faults)
 	if err != nil {
 		return // our own records always encode; a task without its tape is better than no ending
 	}
@@ -85,7 +103,7 @@ func (s *Server) addTapeLocked(cm *commit, t *Task) {
 // mcp_json_rpc, process_spawn; a secret read has none), seq from 0,
 // virtual time the Harness clock when the step ran. It returns the tape
 // and the payloads spilled to the sidecar, by BLAKE3 hash.
-func writeTape(deps []*depRecord, startMs int64) ([]byte, map[string][]byte, error) {
+func writeTape(deps []*depRecord, startMs int64, faults Faults) ([]byte, map[string][]byte, error) {
 	var buf bytes.Buffer
 	w, err := tape.NewWriter(&buf, nil, tape.Header{Version: tape.FormatVersion, HarnVersion: Version, StartedAtUnixMs: startMs,
 		ScriptPath: "conform.scenario", Argv: []string{}})
@@ -95,7 +113,10 @@ func writeTape(deps []*depRecord, startMs int64) ([]byte, map[string][]byte, err
 	spilled := map[string][]byte{}
 	payload := func(b []byte) tape.Payload {
 		h := tape.Hash(b)
-		if len(b) <= tape.MaxInlineBytes && utf8.Valid(b) {
+		if (len(b) <= tape.MaxInlineBytes || faults.Has(FaultTapeLargeInline)) && utf8.Valid(b) {
+			if faults.Has(FaultTapeInlineHashWrong) {
+				h = tape.Hash(append(slices.Clip(b), '!'))
+			}
 			return tape.Payload{Hash: h, Text: string(b)}
 		}
 		spilled[h] = b
@@ -132,10 +153,16 @@ func writeTape(deps []*depRecord, startMs int64) ([]byte, map[string][]byte, err
 		if err := w.Write(tape.Record{Seq: seq, Phase: tape.PhaseUserScript, VirtualTimeMs: d.AtMs, MonotonicMs: mono, Body: body}); err != nil {
 			return nil, nil, err
 		}
-		seq++
+		if !faults.Has(FaultTapeSeqRepeats) {
+			seq++
+		}
 	}
 	if err := w.Close(); err != nil {
 		return nil, nil, err
 	}
-	return buf.Bytes(), spilled, nil
+	out := buf.Bytes()
+	if faults.Has(FaultTapeHeaderMissing) {
+		_, out, _ = bytes.Cut(out, []byte("\n"))
+	}
+	return out, spilled, nil
 }

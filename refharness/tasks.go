@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: the task lifecycle: transitions, cancellation and its
@@ -463,15 +463,9 @@ func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *
 			return
 		}
 	}
-	for _, st := range steps {
-		if !s.step(ctx, id, st, rn) {
-			return
-		}
-		if st.Terminal() {
-			return
-		}
-	}
-	s.step(ctx, id, scenario.Step{Op: scenario.OpComplete, Summary: "scenario completed"}, rn)
+	// An error only says the worker stopped (the task was canceled, the
+	// server is closing): the task shows what happened.
+	_ = scenario.Steps(ctx, steps, &worker{s: s, id: id, rn: rn}) // worker.go
 }
 
 // onlyTerminal reports whether steps only put out messages and artifacts
@@ -554,92 +548,6 @@ func (s *Server) taskInput(id string) string {
 		return ""
 	}
 	return publicInputText(t.Input) // privacy.go: non-public input is not the agent's to repeat
-}
-
-// step executes one scenario step; false means stop (task terminal, canceled or server closing).
-func (s *Server) step(ctx context.Context, id string, st scenario.Step, rn *runner) bool {
-	if scenario.IsReplayStep(st.Op) {
-		return s.dependencyStep(ctx, id, st) // replay_steps.go
-	}
-	switch st.Op {
-	case scenario.OpWork:
-		return sleep(ctx, time.Duration(st.MS)*time.Millisecond)
-	case scenario.OpEmit:
-		for i := 0; i < st.Count; i++ {
-			if i > 0 && !sleep(ctx, time.Duration(st.IntervalMS)*time.Millisecond) {
-				return false
-			}
-			text := st.Text
-			if text == "" {
-				text = fmt.Sprintf("event %d of %d", i+1, st.Count)
-			}
-			if st.Visibility != "" && st.Visibility != "public" {
-				if !s.emitPrivate(ctx, id, i, st.Count, text, st.Visibility) { // privacy.go
-					return false
-				}
-			} else if !s.emit(ctx, id, i, st.Count, text) {
-				return false
-			}
-		}
-		return true
-	case scenario.OpArtifact:
-		return s.produceArtifact(ctx, id, st, rn)
-	case scenario.OpInputRequired:
-		if !s.move(ctx, id, StatusInputRequired, map[string]any{"prompt": nullable(st.Prompt)}, nil) {
-			return false
-		}
-		if _, ok := s.await(ctx, rn, "input"); !ok {
-			return false
-		}
-		return s.move(ctx, id, StatusWorking, nil, nil)
-	case scenario.OpAuthRequired:
-		if !s.move(ctx, id, StatusAuthRequired, map[string]any{"reason": nullable(st.Reason)}, nil) {
-			return false
-		}
-		if _, ok := s.await(ctx, rn, "tool_confirmation"); !ok {
-			return false
-		}
-		return s.move(ctx, id, StatusWorking, nil, nil)
-	case scenario.OpToolApproval:
-		return s.toolApproval(ctx, id, st, rn)
-	case scenario.OpUseSecret:
-		return s.useSecret(ctx, id, st) && s.narrateSecret(ctx, id, st) // privacy.go
-	case scenario.OpReason:
-		return s.reason(ctx, id, st) // privacy.go
-	case scenario.OpRedact:
-		return s.redact(ctx, id, st, rn) // privacy.go
-	case scenario.OpVaultSecret:
-		return s.useVaultSecret(ctx, id, st) // vaults.go
-	case scenario.OpToolCall:
-		return s.toolCall(ctx, id, st, rn) // personas.go
-	case scenario.OpComplete:
-		summary := st.Summary
-		if summary == "" {
-			summary = "completed"
-		}
-		return s.move(ctx, id, StatusCompleted, nil, &ending{summary: summary})
-	case scenario.OpFail:
-		msg := st.Message
-		if msg == "" {
-			msg = "scenario failure"
-		}
-		return s.move(ctx, id, StatusFailed, nil, &ending{summary: st.Code + ": " + msg, failure: &Failure{Code: st.Code, Message: msg}})
-	}
-	return false
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // await blocks until a task message of kind arrives.
@@ -911,24 +819,8 @@ func (s *Server) toolApproval(ctx context.Context, id string, st scenario.Step, 
 		ev("tool.completed", map[string]any{"output": map[string]any{"ok": true}, "status": "ok"}))
 }
 
-// denied reads a tool confirmation: a text part "deny", or a json part whose
-// value has "decision": "deny" or "approved": false. Anything else approves.
-func denied(m *Message) bool {
-	for _, p := range m.Parts {
-		if txt, ok := p["text"].(string); ok && strings.EqualFold(strings.TrimSpace(txt), "deny") {
-			return true
-		}
-		if v, ok := p["value"].(map[string]any); ok {
-			if d, _ := v["decision"].(string); strings.EqualFold(d, "deny") {
-				return true
-			}
-			if a, ok := v["approved"].(bool); ok && !a {
-				return true
-			}
-		}
-	}
-	return false
-}
+// denied reads a tool confirmation (hook.Denied).
+func denied(m *Message) bool { return scenario.Denied(m.Parts) }
 
 // recoverTasks brings tasks left running by a previous process to states the spec
 // allows after a crash: SUBMITTED tasks are run again; tasks that were

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
-	"github.com/harn-conform/conform/refharness/scenario"
 )
 
 // Faults of this area: vaults and their secrets.

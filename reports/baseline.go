@@ -152,7 +152,7 @@ func BaselineFrom(r *Report) *baseline.File {
 		}
 		reason := q.BaselineReason
 		if reason == "" {
-			reason = clip(oneLine(string(q.Verdict)+": "+q.Message), 200)
+			reason = clip(oneLine(baseline.Stable(string(q.Verdict)+": "+q.Message)), 200)
 		}
 		f.Requirements = append(f.Requirements, baseline.Entry{ID: q.ID, Reason: reason})
 	}

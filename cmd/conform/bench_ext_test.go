@@ -171,3 +171,61 @@ func benchServeAndRun(b *testing.B, name string) *reports.Report {
 	}
 	return &r
 }
+
+// BenchmarkFullRun measures `conform run --levels all` against `conform
+// serve` with the default WebSocket timers (heartbeat 15 s, auth-frame
+// deadline 10 s) and the default timeouts (docs/performance.md; issue 21:
+// at most the run's longest protocol timer plus 5 s). The longest timer is
+// the heartbeat check's: two heartbeats, each within heartbeat_interval_ms
+// of the one before (30 s). "plain" is the run of a new user (one key, no
+// restart); "full" also gives the second and read-only actors' keys and a
+// --restart-cmd that kills the durable server and starts it again, so the
+// durability check and Replay's check across a restart restart it (once
+// the protocol timers' observations have ended). A run that fails or errs
+// anything fails the benchmark.
+//
+//	go test -run XXX -bench FullRun -benchtime 1x ./cmd/conform/
+func BenchmarkFullRun(b *testing.B) {
+	for _, full := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "full"}[full], func(b *testing.B) {
+			var run time.Duration
+			for i := range b.N {
+				r := benchFullRun(b, full)
+				if r.Totals.Fail+r.Totals.Error > 0 {
+					b.Fatalf("iteration %d: failed %v, errors %v against the clean reference Harness", i, verdicts(r, reports.Fail), verdicts(r, reports.Error))
+				}
+				run += time.Duration(r.DurationMS * float64(time.Millisecond))
+			}
+			b.ReportMetric(run.Seconds()/float64(b.N), "run-s/op")
+			b.ReportMetric(30, "longest-timer-s")
+		})
+	}
+}
+
+// benchFullRun serves the reference Harness with `conform serve` (durable,
+// restartable, with its further actors when full) and runs every level
+// against it with default timers; it returns the report.
+func benchFullRun(b *testing.B, full bool) *reports.Report {
+	b.Helper()
+	dir := b.TempDir()
+	data := filepath.Join(dir, "data")
+	url, restart, _ := restartable(b, dir, conformBin, []string{"serve", "--addr", freeAddr(b), "--data", data}, "conform serve: listening on ")
+	out := filepath.Join(dir, "report")
+	args := []string{"run", "--target", url, "--levels", "all", "--wait-for-target", "30s", "--out", out, "--format", "json"}
+	if full {
+		args = append(args, "--restart-cmd", restart,
+			"--second-api-key-file", filepath.Join(data, "second-api-key"), "--read-only-api-key-file", filepath.Join(data, "read-only-api-key"))
+	}
+	cmd := exec.Command(conformBin, args...)
+	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
+	cmd.Run() // exit 1 is a partial level (unverified requirements); the report says the rest
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		b.Fatalf("no report: %v", err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		b.Fatal(err)
+	}
+	return &r
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/harn-conform/conform/internal/config"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -164,6 +165,60 @@ func TestUsageRunShowsTypes(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "--redact ") {
 		t.Error("run -h offers --redact: its values would be visible in process listings")
+	}
+}
+
+// A mistyped command, flag or level exits 2 naming the nearest one.
+func TestDidYouMean(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sevre"}, `unknown command "sevre" (did you mean "serve"?)`},
+		{[]string{"run", "--targte", "http://127.0.0.1:1"}, "(did you mean --target?)"},
+		{[]string{"run", "--target", "http://127.0.0.1:1", "--levels", "core,extnded"}, `unknown level "extnded" (did you mean "extended"?)`},
+		{[]string{"list", "--level", "core"}, "(did you mean --levels?)"},
+		{[]string{"tape", "dif"}, `(did you mean "diff"?)`},
+		{[]string{"receipt", "verfy"}, `(did you mean "verify"?)`},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), c.args, strings.NewReader(""), &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("conform %q: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
+// run -h is grouped, the common flags first: the groups in order, the
+// target first, the discouraged --api-key after --api-key-file and not
+// first of anything, every flag listed once.
+func TestUsageRunGrouped(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	Main(context.Background(), []string{"run", "-h"}, nil, &out, &out)
+	h := out.String()
+	at := func(s string) int {
+		i := strings.Index(h, s)
+		if i < 0 {
+			t.Fatalf("run -h lacks %q", s)
+		}
+		return i
+	}
+	order := []string{"target and keys:\n  --target ", "\n  --api-key-file ", "\n  --api-key key", "levels and gate:\n  --levels ", "timeouts and limits:",
+		"actors and OAuth:", "output:\n  --out ", "exit codes"}
+	for i := 1; i < len(order); i++ {
+		if at(order[i-1]) > at(order[i]) {
+			t.Errorf("run -h: %q comes after %q", order[i-1], order[i])
+		}
+	}
+	for _, s := range config.Settings() {
+		if s.Flag == "" {
+			continue
+		}
+		if n := strings.Count(h, "\n  --"+s.Flag+" "); n != 1 {
+			t.Errorf("run -h lists --%s %d times", s.Flag, n)
+		}
 	}
 }
 

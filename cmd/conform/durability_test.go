@@ -39,7 +39,7 @@ var durabilityReqs = []string{"CORE-DUR-001", "CORE-DUR-002"}
 // can take this port between now and the moment the target binds it (a
 // port freed from :0 once went to a proof harness that answered the
 // waiting client 404). Ports handed out in this process are not reused.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	low := ephemeralLow()
 	freePorts.Lock()
@@ -107,7 +107,7 @@ func restartableWrapped(t *testing.T, spec targetSpec) (string, string) {
 // restartable starts bin with args, which prints listening (followed by
 // the base URL) when it serves, and writes a restart script into dir that
 // kills it (SIGKILL) and starts it again with the same arguments.
-func restartable(t *testing.T, dir, bin string, args []string, listening string) (string, string, string) {
+func restartable(t testing.TB, dir, bin string, args []string, listening string) (string, string, string) {
 	t.Helper()
 	pidFile := filepath.Join(dir, "pid")
 	cmd := exec.Command(bin, args...)

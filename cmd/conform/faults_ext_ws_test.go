@@ -17,7 +17,7 @@ import (
 // approval, or runs long enough to be resumed mid-run).
 var (
 	extWSReqs = []string{"EXT-WS-001", "EXT-WS-002", "EXT-WS-003", "EXT-WS-004", "EXT-WS-005", "EXT-WS-006", "EXT-WS-007",
-		"EXT-WS-008", "EXT-WS-009", "EXT-WS-010", "EXT-WS-011", "EXT-WS-012", "EXT-WS-013", "EXT-WS-014", "EXT-TRANSPORT-004"}
+		"EXT-WS-008", "EXT-WS-009", "EXT-WS-010", "EXT-WS-011", "EXT-WS-012", "EXT-WS-014", "EXT-WS-015", "EXT-TRANSPORT-004"}
 	extWSHooked = []string{"EXT-WS-005", "EXT-WS-008", "EXT-WS-009", "EXT-WS-010", "EXT-WS-012", "EXT-TRANSPORT-004"}
 )
 

@@ -99,6 +99,9 @@ exit codes (every command):
   3 could not decide (see 'conform tape diff -h')
 `
 
+// commands are the command words of usage, for "did you mean".
+var commands = []string{"run", "selftest", "serve", builtin.ServeCommand, "list", "receipt", "card", "openharness", "tape", "baseline", "report", "version", "help"}
+
 func main() {
 	// This binary runs the acp-harbor reference agent as `conform
 	// serve-acp`, so the profile's selftest can start it (main only: a
@@ -157,7 +160,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case "version", "--version":
 		code, err = cmdVersion(args[1:], stdout)
 	default:
-		err = usageError{msg: fmt.Sprintf("unknown command %q", args[0]), usage: usage}
+		err = usageError{msg: cli.UnknownCommand("command", args[0], commands), usage: usage}
 	}
 	var ue usageError
 	switch {
@@ -188,7 +191,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (help bool, e
 			fs.Usage()
 			return true, nil
 		}
-		return false, usageError{msg: err.Error(), usage: flagUsage(fs)}
+		return false, usageError{msg: cli.FlagError(fs, err).Error(), usage: flagUsage(fs)}
 	}
 	if fs.NArg() > 0 {
 		return false, usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), usage: flagUsage(fs)}

@@ -318,7 +318,7 @@ var proofPlan = map[string]func() []proofJob{
 		return wrapJobs([]string{"receipt-policy-optional"}, "receipts")
 	},
 	"TestThirdPartyStyleRun": func() []proofJob {
-		return []proofJob{{spec: targetSpec{Variants: noHook}, levels: "core,receipts"}, {spec: targetSpec{Variants: noHookSlow}, levels: "core,receipts"}}
+		return []proofJob{{spec: targetSpec{Variants: noHook}, levels: "core,receipts"}, {spec: targetSpec{Variants: noHookSlow}, levels: "core,receipts"}, {spec: targetSpec{}, levels: "core,receipts"}}
 	},
 	"TestCoreReadsWithoutArtifactRegistration": func() []proofJob {
 		return []proofJob{{spec: targetSpec{Variants: noHook, Wrap: noRegistrationWrap}, levels: "core"}}

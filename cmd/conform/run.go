@@ -82,6 +82,20 @@ func envOnly(w io.Writer, skip map[string]bool) {
 	}
 }
 
+// runFlagGroups orders run -h (and selftest -h): the flags most runs
+// need first, in groups; the discouraged --api-key last of its group.
+// A flag no group names is listed under "other flags".
+var runFlagGroups = []cli.FlagGroup{
+	{Title: "target and keys", Flags: []string{"target", "api-key-file", "wait-for-target", "restart-cmd", "restart-timeout", "config",
+		"profile", "profiles", "acp-auth-method", "workspace-id", "ca-file", "ws-trusted-dev", "protocol-version", "api-key"}},
+	{Title: "levels and gate", Flags: []string{"levels", "fail-on", "baseline", "skip-levels", "areas", "skip-areas", "label-filter", "focus", "seed"}},
+	{Title: "timeouts and limits", Flags: []string{"request-timeout", "stream-timeout", "task-timeout", "max-duration", "max-body-bytes", "negative-budget"}},
+	{Title: "actors and OAuth", Flags: []string{"second-api-key-file", "read-only-api-key-file", "oauth-token-url", "oauth-client-id",
+		"oauth-client-secret-file", "oauth-scope", "oauth-audience", "oauth-expired-token-file", "oauth-wrong-audience-token-file",
+		"oauth-wrong-issuer-token-file", "second-api-key", "read-only-api-key"}},
+	{Title: "output", Flags: []string{"out", "format", "junit", "redact-file"}},
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self bool) (int, error) {
 	name := "run"
 	skip := map[string]bool{}
@@ -115,11 +129,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, self b
 	fs.Usage = func() {
 		w := fs.Output()
 		if self {
-			fmt.Fprintln(w, "usage: conform selftest [--profiles LIST] [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory; with --profiles, each profile's\nsuite against the profile's built-in reference instead.\n\nflags:")
+			fmt.Fprintln(w, "usage: conform selftest [--profiles LIST] [flags]\n\nRuns the suites against the built-in reference Harness, started in this process on a\nloopback port with a throw-away data directory; with --profiles, each profile's\nsuite against the profile's built-in reference instead.")
 		} else {
-			fmt.Fprintln(w, "usage: conform run --target URL [flags]\n       conform run --profile openharness --target URL [flags]\n       conform run --profile acp-harbor [flags] -- AGENT_CMD ARGS…\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings). Flags beat CONFORM_* variables beat the --config file.\nA profile (docs/profiles.md) checks a related protocol instead of the Harn levels.\n\nflags:")
+			fmt.Fprintln(w, "usage: conform run --target URL [flags]\n       conform run --profile openharness --target URL [flags]\n       conform run --profile acp-harbor [flags] -- AGENT_CMD ARGS…\n\nThe API key comes from CONFORM_API_KEY or --api-key-file (--api-key works but is\nvisible in process listings). Flags beat CONFORM_* variables beat the --config file.\nA profile (docs/profiles.md) checks a related protocol instead of the Harn levels.")
 		}
-		cli.PrintFlags(w, fs, kinds)
+		cli.PrintFlagGroups(w, fs, kinds, runFlagGroups)
 		envOnly(w, skip)
 		fmt.Fprint(w, `
 exit codes: 0 every checked level is conformant; 1 a level is nonconformant, or

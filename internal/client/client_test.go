@@ -275,3 +275,31 @@ func TestHealthStopsAfterUnansweredInARow(t *testing.T) {
 		t.Fatalf("the stop is not a transport error: %T", err)
 	}
 }
+
+// Exchanges recorded elsewhere (an observation beside the run) join a
+// spec's transcript as copies, within its limit.
+func TestRecorderInclude(t *testing.T) {
+	c, src := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object":"x"}`))
+	}), "")
+	for _, p := range []string{"/v1/a", "/v1/b"} {
+		if _, err := c.Do(context.Background(), Request{Path: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, _ := src.Exchanges()
+	dst := NewRecorder()
+	dst.Include(ex)
+	ex[0].URL = "changed"
+	got, dropped := dst.Exchanges()
+	if len(got) != 2 || dropped != 0 || !strings.HasSuffix(got[0].URL, "/v1/a") || !strings.HasSuffix(got[1].URL, "/v1/b") {
+		t.Fatalf("included %+v (dropped %d), want the two exchanges, in order", got, dropped)
+	}
+	for range maxExchanges {
+		dst.Include(ex[:1])
+	}
+	if got, dropped := dst.Exchanges(); len(got) != maxExchanges || dropped != 2 {
+		t.Fatalf("past the limit: %d kept, %d dropped; want %d and 2", len(got), dropped, maxExchanges)
+	}
+}

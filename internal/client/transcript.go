@@ -102,6 +102,18 @@ func (r *Recorder) Exchanges() ([]Exchange, int) {
 	return out, r.dropped
 }
 
+// Include adds copies of exchanges recorded by another Recorder (an
+// observation made outside the spec that reports it, suite.Watch) to this
+// transcript, within its limit.
+func (r *Recorder) Include(ex []Exchange) {
+	for i := range ex {
+		e := ex[i]
+		e.Frames = append([]string(nil), e.Frames...)
+		e.tail, e.next = nil, 0
+		r.add(&e)
+	}
+}
+
 // wsHead and wsTail split a WebSocket session's recorded frames: its first
 // wsHead and its last wsTail are kept, the ones between only counted.
 const (

@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/harn-conform/conform/internal/requirements"
+	"github.com/harn-conform/conform/internal/suggest"
 )
 
 // ProtocolVersion is the Harn Agents Protocol version this tool checks.
@@ -710,7 +711,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("levels: %q cannot be combined with other levels", l)
 		}
 		if l != LevelsClaimed && l != LevelsAll && !levelNames[l] {
-			return fmt.Errorf("levels: unknown level %q (want claimed, all, or a list of core,extended,receipts,replay)", l)
+			return fmt.Errorf("levels: unknown level %q%s (want claimed, all, or a list of core,extended,receipts,replay)", l,
+				suggest.Hint(l, []string{"core", "extended", "receipts", "replay", LevelsClaimed, LevelsAll}, "%q"))
 		}
 	}
 	for _, l := range c.SkipLevels {

@@ -25,14 +25,15 @@ var mayImport = map[string][]string{
 	"fixtures":   {"fixtures", "internal"},
 	"internal":   {"internal", "fixtures"},
 	"reports":    {"reports", "internal", "fixtures"},
-	"refharness": {"refharness", "internal", "fixtures"},
+	"refharness": {"refharness", "hook", "internal", "fixtures"},
+	"hook":       {"hook", "internal"},
 	"suites":     {"suites", "internal", "fixtures"},
-	"cmd":        {"cmd", "suites", "refharness", "reports", "internal", "fixtures"},
+	"cmd":        {"cmd", "suites", "refharness", "hook", "reports", "internal", "fixtures"},
 }
 
 // above are the folders nothing under internal/ may reach, however
 // indirectly.
-var above = []string{"cmd", "suites", "refharness", "reports"}
+var above = []string{"cmd", "suites", "refharness", "hook", "reports"}
 
 // testFixtureImports are the test files under internal/ that import a
 // higher layer, as a fixture, each with its reason. Non-test code has no

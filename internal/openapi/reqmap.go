@@ -183,7 +183,7 @@ var reqTable = slices.Concat([]Rule{
 	{Schema: "op:updatePersona", Req: "EXT-PERSONA-001"},
 	{Schema: "op:createWorkspace", Req: "EXT-WORKSPACE-001"},
 	{Schema: "op:updateWorkspace", Req: "EXT-WORKSPACE-001"},
-	{Schema: "op:forkSession", Req: "EXT-SESSION-004"},
+	{Schema: "op:forkSession", Req: "EXT-SESSION-006"},
 	{Schema: "op:truncateSession", Req: "EXT-SESSION-003"},
 	{Schema: "op:createSessionBranch", Req: "EXT-BRANCH-001"},
 	{Schema: "op:registerArtifact", Req: "EXT-ARTIFACT-001"},

@@ -76,19 +76,20 @@ func problemsError(what string, ps []schemas.Problem) error {
 	return fmt.Errorf("%s does not match its schema: %s", what, strings.Join(parts, "; "))
 }
 
-// CheckResponseSchema is OH-RESP-001: the response envelope matches
-// openharness-response.v1.schema.json.
+// CheckResponseSchema is OH-RESP-001: the response envelope matches the
+// normative schema's responseMessage and openharness-response.v1.schema.json
+// (a directive's priority, execution and risk_tier are OH-DIR-002's).
 func CheckResponseSchema(doc map[string]any) error {
-	ps, err := SchemaProblems(ResponseSchema, doc)
+	ps, err := bothSchemas(ResponseSchema, defResponse, doc)
 	if err != nil {
 		return err
 	}
-	return problemsError("the response envelope", ps)
+	return problemsError("the response envelope", withoutDirectiveValues(ps))
 }
 
 // CheckRequestSchema is the request side of the same (offline).
 func CheckRequestSchema(doc map[string]any) error {
-	ps, err := SchemaProblems(RequestSchema, doc)
+	ps, err := bothSchemas(RequestSchema, defRequest, doc)
 	if err != nil {
 		return err
 	}
@@ -119,16 +120,18 @@ func Directives(doc map[string]any) []any {
 	return ds
 }
 
-// CheckDirectives is OH-DIR-001: every action directive matches
-// openharness-directive.v1.schema.json.
+// CheckDirectives is OH-DIR-001: every action directive matches the
+// normative schema's actionDirective and
+// openharness-directive.v1.schema.json (its priority, execution and
+// risk_tier values are OH-DIR-002's).
 func CheckDirectives(doc map[string]any) error {
 	var errs []string
 	for i, d := range Directives(doc) {
-		ps, err := SchemaProblems(DirectiveSchema, d)
+		ps, err := bothSchemas(DirectiveSchema, defDirective, d)
 		if err != nil {
 			return err
 		}
-		if e := problemsError(fmt.Sprintf("response.action_directives[%d]", i), ps); e != nil {
+		if e := problemsError(fmt.Sprintf("response.action_directives[%d]", i), withoutDirectiveValues(ps)); e != nil {
 			errs = append(errs, e.Error())
 		}
 	}
@@ -138,23 +141,32 @@ func CheckDirectives(doc map[string]any) error {
 	return nil
 }
 
-// The values §10 lists for execution and risk_tier.
-var (
-	executions = map[string]bool{"sequential": true, "parallel": true}
-	riskTiers  = map[string]bool{"safe": true, "caution": true, "dangerous": true}
-)
+// The values §10 lists for priority, execution and risk_tier, which the
+// normative schema closes (docs/interpretations.md#oh-directive-values;
+// TestDirectiveValuesAreTheSchemas keeps them equal to its enums).
+var directiveValues = []struct {
+	member string
+	values []string
+}{
+	{"priority", []string{"low", "normal", "high", "critical"}},
+	{"execution", []string{"sequential", "parallel"}},
+	{"risk_tier", []string{"safe", "caution", "dangerous"}},
+}
 
-// CheckDirectiveValues is OH-DIR-002: execution and risk_tier take the
-// values the document lists.
+// CheckDirectiveValues is OH-DIR-002: priority, execution and risk_tier,
+// when present, take one of the values the document lists.
 func CheckDirectiveValues(doc map[string]any) error {
 	var errs []string
 	for i, d := range Directives(doc) {
 		m, _ := d.(map[string]any)
-		if v, ok := m["execution"].(string); ok && !executions[v] {
-			errs = append(errs, fmt.Sprintf("action_directives[%d].execution is %q, want sequential or parallel", i, v))
-		}
-		if v, ok := m["risk_tier"].(string); ok && !riskTiers[v] {
-			errs = append(errs, fmt.Sprintf("action_directives[%d].risk_tier is %q, want safe, caution or dangerous", i, v))
+		for _, dv := range directiveValues {
+			v, ok := m[dv.member]
+			if !ok {
+				continue
+			}
+			if s, isStr := v.(string); !isStr || !slices.Contains(dv.values, s) {
+				errs = append(errs, fmt.Sprintf("action_directives[%d].%s is %s, want one of %s", i, dv.member, show(v), strings.Join(dv.values, ", ")))
+			}
 		}
 	}
 	if len(errs) > 0 {

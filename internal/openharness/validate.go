@@ -29,8 +29,9 @@ type Result struct {
 }
 
 // Validate checks one decoded message offline as kind (Request or
-// Response): the envelope schema, then every rule of the document a
-// message alone shows. It never needs the other side of the exchange.
+// Response): the normative schema's definition of that kind and conform's
+// envelope schema, then every rule of the document a message alone shows.
+// It never needs the other side of the exchange.
 func Validate(doc map[string]any, kind Kind) Result {
 	r := Result{Kind: kind, Findings: []Finding{}}
 	add := func(req, sev string, err error) {
@@ -40,7 +41,7 @@ func Validate(doc map[string]any, kind Kind) Result {
 	}
 	switch kind {
 	case Request:
-		ps, err := SchemaProblems(RequestSchema, doc)
+		ps, err := bothSchemas(RequestSchema, defRequest, doc)
 		if err != nil {
 			add("OH-REQ-001", SeverityError, err)
 			break
@@ -54,19 +55,19 @@ func Validate(doc map[string]any, kind Kind) Result {
 		add("OH-PRIV-001", SeverityWarning, checkPrivacyTier(doc))
 		add("OH-EXT-003", SeverityWarning, CheckExtensionKeys(doc))
 	case Response:
-		ps, err := SchemaProblems(ResponseSchema, doc)
+		ps, err := bothSchemas(ResponseSchema, defResponse, doc)
 		if err != nil {
 			add("OH-RESP-001", SeverityError, err)
 			break
 		}
-		dirs, rest := splitProblems(ps, "/response/action_directives/")
+		dirs, rest := splitProblems(withoutDirectiveValues(ps), "/response/action_directives/")
 		add("OH-RESP-001", SeverityError, problemsError("the response envelope", rest))
 		add("OH-DIR-001", SeverityError, problemsError("response.action_directives", dirs))
 		add("OH-VER-001", SeverityError, CheckVersion(doc))
 		add("OH-ERR-003", SeverityError, CheckErrorCode(doc))
 		add("OH-ATT-002", SeverityError, CheckNoBlobs(doc))
 		add("OH-ERR-002", SeverityWarning, CheckErrorPresent(doc))
-		add("OH-DIR-002", SeverityWarning, CheckDirectiveValues(doc))
+		add("OH-DIR-002", SeverityError, CheckDirectiveValues(doc))
 		add("OH-CAP-003", SeverityWarning, CheckDenialCodes(doc))
 		add("OH-CAP-004", SeverityWarning, CheckDenialConflicts(doc))
 		add("OH-EXT-002", SeverityWarning, CheckVendorMembers(doc))

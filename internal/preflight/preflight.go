@@ -10,6 +10,7 @@ package preflight
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +85,8 @@ func Reach(ctx context.Context, c *client.Client, wait time.Duration) (*client.R
 	for {
 		resp, err := c.Do(ctx, client.Request{Method: http.MethodGet, Path: "/v1"})
 		switch {
+		case err == nil && httpToHTTPS(resp):
+			return nil, schemeProblem(c, "http", "https", resp.String())
 		case err == nil && !notReady(resp.Status):
 			return resp, nil
 		case err == nil:
@@ -93,6 +96,9 @@ func Reach(ctx context.Context, c *client.Client, wait time.Duration) (*client.R
 			var te *client.TransportError
 			if !errors.As(err, &te) {
 				return nil, &Problem{Stage: StageReach, Message: last}
+			}
+			if httpsToHTTP(err) {
+				return nil, schemeProblem(c, "https", "http", last) // a mistake that waiting does not heal
 			}
 		}
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
@@ -113,6 +119,35 @@ func Reach(ctx context.Context, c *client.Client, wait time.Duration) (*client.R
 		p.Hint = "is it started, on this address and port? If your CI starts it in the background, give --wait-for-target 60s"
 	}
 	return nil, p
+}
+
+// httpsToHTTP reports whether err is a TLS handshake answered in plain
+// HTTP: an https:// target that is an HTTP server.
+func httpsToHTTP(err error) bool {
+	var rh tls.RecordHeaderError
+	return errors.As(err, &rh) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+}
+
+// httpToHTTPS reports whether resp is an HTTPS server's answer to plain
+// HTTP (Go's servers answer 400 "Client sent an HTTP request to an HTTPS
+// server.").
+func httpToHTTPS(resp *client.Response) bool {
+	return resp.Status == http.StatusBadRequest && strings.Contains(string(resp.Body), "HTTP request to an HTTPS server")
+}
+
+// schemeProblem is a target given with the wrong scheme: from what it is,
+// to what the server speaks.
+func schemeProblem(c *client.Client, from, to, detail string) *Problem {
+	u, err := url.Parse(c.URL(client.Request{}))
+	target := to + "://HOST:PORT"
+	if err == nil {
+		u.Scheme, u.Path, u.RawQuery = to, strings.TrimSuffix(u.Path, "/"), ""
+		target = u.String()
+	}
+	what := map[string]string{"http": "plain HTTP (no TLS)", "https": "HTTPS (TLS)"}[to]
+	return &Problem{Stage: StageReach,
+		Message: fmt.Sprintf("the target speaks %s, but --target is %s:// (%s)", what, from, detail),
+		Hint:    fmt.Sprintf("use %s://: give --target %s", to, target)}
 }
 
 func notReady(status int) bool {

@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/harn-conform/conform/internal/suggest"
 )
 
 // Level is a conformance level of the narrative spec, or a profile: a
@@ -63,7 +65,7 @@ func ParseProfile(s string) (Level, error) {
 	if l.IsProfile() {
 		return l, nil
 	}
-	return "", fmt.Errorf("unknown profile %q (want one of %s)", s, names(Profiles()))
+	return "", fmt.Errorf("unknown profile %q%s (want one of %s)", s, suggest.Hint(s, strs(Profiles()), "%q"), names(Profiles()))
 }
 
 // ParseAny accepts a Harn level or a profile name.
@@ -74,15 +76,17 @@ func ParseAny(s string) (Level, error) {
 	if l, err := ParseProfile(s); err == nil {
 		return l, nil
 	}
-	return "", fmt.Errorf("unknown level or profile %q (want one of %s, or a profile: %s)", s, names(Levels()), names(Profiles()))
+	return "", fmt.Errorf("unknown level or profile %q%s (want one of %s, or a profile: %s)", s, suggest.Hint(s, append(strs(Levels()), strs(Profiles())...), "%q"), names(Levels()), names(Profiles()))
 }
 
-func names(ls []Level) string {
+func names(ls []Level) string { return strings.Join(strs(ls), ", ") }
+
+func strs(ls []Level) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, string(l))
 	}
-	return strings.Join(out, ", ")
+	return out
 }
 
 // ValidID reports whether id has the shape of a requirement id (a level's
@@ -98,7 +102,7 @@ func ParseLevel(s string) (Level, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("unknown level %q (want one of core, extended, receipts, replay)", s)
+	return "", fmt.Errorf("unknown level %q%s (want one of core, extended, receipts, replay)", s, suggest.Hint(s, strs(Levels()), "%q"))
 }
 
 // Keyword is the RFC 2119 keyword of a requirement.
@@ -125,6 +129,10 @@ var sources = map[string]string{
 	// placeholder host, with the document's section names as anchors.
 	"openharness": "https://openharness.invalid/docs/PROTOCOL.md",
 	"acp-harbor":  "https://agent-harbor.invalid/specs/ACP.extensions.md",
+	// Spec 003 (event tapes and the fidelity oracle) names no canonical
+	// URL either (docs/interpretations.md#tape-registry): a placeholder
+	// host with the section's name as anchor.
+	"tape": "https://harnlang.invalid/docs/event-tape-format.md",
 	// The base protocol the ACP Harbor profile also checks (its own
 	// requirements cite these; docs/acp-harbor.md): the Agent Client
 	// Protocol v1 documentation, whose anchors are a page and a section
@@ -191,7 +199,7 @@ func (r Requirement) Validate() error {
 		errs = append(errs, fmt.Sprintf("keyword %q is not one of MUST, MUST NOT, SHOULD, SHOULD NOT, MAY", r.Keyword))
 	}
 	if _, ok := sources[r.Source]; !ok {
-		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay, openharness, acp-harbor, acp, jsonrpc", r.Source))
+		errs = append(errs, fmt.Sprintf("source %q is not one of narrative, replay, tape, openharness, acp-harbor, acp, jsonrpc", r.Source))
 	}
 	if strings.TrimSpace(r.Section) == "" {
 		errs = append(errs, "section is empty")

@@ -78,9 +78,11 @@ func profileFromEnvironment(cfg config.Config) (*target.Env, error) {
 	return env, nil
 }
 
-// Shutdown stops the built-in reference (the reference Harness or a
-// profile's) if Env started one; call it after RunSpecs.
+// Shutdown ends the observations still under way (Watch) and stops the
+// built-in reference (the reference Harness or a profile's) if Env started
+// one; call it after RunSpecs.
 func Shutdown() {
+	stopWatches()
 	if localReference != nil {
 		localReference.Stop()
 		localReference = nil

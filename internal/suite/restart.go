@@ -62,6 +62,9 @@ func Restart(ctx context.Context, witness string) {
 	if env.Restart == nil {
 		Fail("suite.Restart called without a restart command (the spec must check Env().Restart)")
 	}
+	if err := AwaitWatches(ctx); err != nil {
+		Fail(err.Error()) // the spec was stopped
+	}
 	w := watch(ctx, witness)
 	defer w.close()
 	if why := w.endedEarly(); why != "" {

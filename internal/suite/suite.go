@@ -174,6 +174,7 @@ var _ = BeforeEach(func() {
 	st := &specState{rec: client.NewRecorder(), judged: map[string]bool{}, fails: map[string]evidence.Verdict{}, blocks: map[string][]string{}}
 	current.Store(st)
 	env := Env()
+	startWatches(env)
 	gate(env)
 	switch {
 	case env.Client == nil:

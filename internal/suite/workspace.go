@@ -2,9 +2,12 @@ package suite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+
+	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
@@ -21,6 +24,19 @@ const RemedyWorkspace = "give --workspace-id ID of a workspace the API key may u
 // of these probes is judged. The error says what was tried; reqs get an
 // error verdict if the target cannot be spoken to.
 func Workspace(ctx context.Context, reqs ...string) (string, error) {
+	GinkgoHelper()
+	id, err := FindWorkspace(ctx, Client())
+	var te *client.TransportError
+	if errors.As(err, &te) {
+		Transport(err, reqs...)
+	}
+	return id, err
+}
+
+// FindWorkspace is Workspace for an observation made outside a spec
+// (Watch): c makes the probes, and a transport error is returned (a
+// *client.TransportError), not recorded.
+func FindWorkspace(ctx context.Context, c *client.Client) (string, error) {
 	env := Env()
 	if id := env.Config.WorkspaceID; id != "" {
 		return id, nil
@@ -29,22 +45,31 @@ func Workspace(ctx context.Context, reqs ...string) (string, error) {
 		return id, nil
 	}
 	key := Key("conform-ws")
-	created := Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/workspaces",
-		Body: map[string]any{"name": key, "root": "conform://" + key}}, reqs...)
+	created, err := c.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/workspaces",
+		Body: map[string]any{"name": key, "root": "conform://" + key}})
+	if err != nil {
+		return "", err
+	}
 	if m, err := created.Object(); err == nil && created.Status/100 == 2 {
 		if id, _ := m["id"].(string); id != "" {
 			return id, nil
 		}
 	}
-	list := Do(ctx, client.Request{Path: "/v1/workspaces", Query: url.Values{"limit": {"1"}}}, reqs...)
+	list, err := c.Do(ctx, client.Request{Path: "/v1/workspaces", Query: url.Values{"limit": {"1"}}})
+	if err != nil {
+		return "", err
+	}
 	if p, err := check.ListPage(list); err == nil && list.Status == http.StatusOK && len(p.IDs) > 0 && p.IDs[0] != "" {
 		return p.IDs[0], nil
 	}
 	// A Harness that infers the workspace (from the key's actor, or because
 	// it has one) may create a Session without workspace_id; the OpenAPI
 	// requires the field, so a 400 here is right and not judged.
-	se := Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: map[string]any{},
-		Probe: "a Session without workspace_id, to learn the target's own workspace"}, reqs...)
+	se, err := c.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: map[string]any{},
+		Probe: "a Session without workspace_id, to learn the target's own workspace"})
+	if err != nil {
+		return "", err
+	}
 	if m, err := se.Object(); err == nil && se.Status/100 == 2 {
 		if id, _ := m["workspace_id"].(string); id != "" {
 			return id, nil

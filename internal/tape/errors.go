@@ -21,10 +21,34 @@ const (
 	CodeCASMissing    Code = "cas_missing"          // a spilled payload's file is absent
 	CodeCASCorrupt    Code = "cas_corrupt"          // a CAS file's bytes do not match its name or the record
 	CodeInlineHash    Code = "inline_hash_mismatch" // an inline payload's text does not hash to its content_hash
+	CodeInlineTooBig  Code = "inline_too_large"     // an inline payload over MaxInlineBytes, which spec 003 spills
 	CodeSeqOrder      Code = "seq_not_increasing"   // seq did not grow from one record to the next
 	CodeUnknownKind   Code = "unknown_kind"         // a record kind this version does not know (a warning)
 	CodeCASUnexpected Code = "cas_unreferenced"     // a sidecar file no record refers to (a warning)
 )
+
+// Requirement is the registry id (spec 003, internal/requirements/tapes.yaml)
+// a finding or reading error of this code is about, or "" for a limit of
+// this reader (line_too_long, io_error) or a notice that breaks nothing
+// (cas_unreferenced). version_unsupported names the loaders' rule the
+// refusal keeps, not a fault of the tape.
+func (c Code) Requirement() string {
+	switch c {
+	case CodeMissingHeader, CodeMalformed, CodeTornLine:
+		return "RPLY-TAPE-001"
+	case CodeSeqOrder:
+		return "RPLY-TAPE-002"
+	case CodeUnknownKind:
+		return "RPLY-TAPE-004"
+	case CodeCASMissing, CodeInlineTooBig:
+		return "RPLY-TAPE-005"
+	case CodeInlineHash, CodeCASCorrupt:
+		return "RPLY-TAPE-006"
+	case CodeVersionUnsupported:
+		return "RPLY-ORACLE-001"
+	}
+	return ""
+}
 
 // Error is a structured failure to read a tape. Use errors.As to get it.
 type Error struct {

@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -136,6 +137,15 @@ func writeRun(t testing.TB, path string, v variant) {
 	}
 }
 
+// jsonString is b as a JSON string.
+func jsonString(b []byte) string {
+	out, err := json.Marshal(string(b))
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
+}
+
 // writeLines writes a tape from literal lines, for shapes the Writer
 // refuses to produce.
 func writeLines(t testing.TB, path string, lines ...string) {
@@ -212,6 +222,19 @@ func generate(t testing.TB, dir string) {
 		`{"type":"header","version":1,"harn_version":"0.8.4","started_at_unix_ms":1767225600000,"script_path":"crash.harn","argv":[]}`,
 		`{"type":"record","seq":0,"phase":"user_script","virtual_time_ms":1767225600000,"monotonic_ms":0,"kind":"clock_sleep","duration_ms":5}`,
 		`{"type":"record","seq":1,"phase":"user_script","virtual_time_ms":1767225600005,"monotonic_ms":5,"kind":"file_wri`)
+	// A payload over MAX_INLINE_BYTES kept inline, and a seq that goes
+	// back: shapes the Writer refuses, written as lines.
+	large := big("inline-too-large", MaxInlineBytes+100)
+	writeLines(t, tape("inline-too-large"),
+		`{"type":"header","version":1,"harn_version":"0.8.4","started_at_unix_ms":1767225600000,"script_path":"big.harn","argv":[]}`,
+		`{"type":"record","seq":0,"phase":"user_script","virtual_time_ms":1767225600000,"monotonic_ms":0,"kind":"llm_call","request_digest":"`+Hash([]byte("q"))+`","response":{"content_hash":"`+Hash(large)+`","text":`+jsonString(large)+`}}`,
+		``)
+	writeLines(t, tape("seq-not-increasing"),
+		`{"type":"header","version":1,"harn_version":"0.8.4","started_at_unix_ms":1767225600000,"script_path":"seq.harn","argv":[]}`,
+		`{"type":"record","seq":0,"phase":"user_script","virtual_time_ms":1767225600000,"monotonic_ms":0,"kind":"clock_sleep","duration_ms":5}`,
+		`{"type":"record","seq":2,"phase":"user_script","virtual_time_ms":1767225600005,"monotonic_ms":5,"kind":"clock_sleep","duration_ms":5}`,
+		`{"type":"record","seq":1,"phase":"user_script","virtual_time_ms":1767225600010,"monotonic_ms":10,"kind":"clock_sleep","duration_ms":5}`,
+		``)
 	writeLines(t, tape("inline-hash-mismatch"),
 		`{"type":"header","version":1,"harn_version":"0.8.4","started_at_unix_ms":1767225600000,"script_path":"edit.harn","argv":[]}`,
 		`{"type":"record","seq":0,"phase":"user_script","virtual_time_ms":1767225600000,"monotonic_ms":0,"kind":"llm_call","request_digest":"`+Hash([]byte("q"))+`","response":{"content_hash":"`+hello+`","text":"hello, edited by hand"}}`,

@@ -69,7 +69,8 @@ func (r *Report) add(f Finding) {
 }
 
 // Validate reads the whole tape at path and checks what a loader does not:
-// inline payloads hash to their content_hash, every spilled payload is in
+// inline payloads hash to their content_hash and stay within
+// MaxInlineBytes, every spilled payload is in
 // the sidecar with the right length and bytes that hash to its name, seq
 // grows strictly, and (as warnings) unknown kinds and unreferenced sidecar
 // files. It returns an error, an *Error, only when the tape cannot be read
@@ -122,6 +123,9 @@ func Validate(path string) (*Report, error) {
 			if !p.Spilled {
 				if got := Hash([]byte(p.Text)); got != p.Hash {
 					at(CodeInlineHash, false, "%s: text hashes to %s, content_hash says %s", np.Field, got, p.Hash)
+				}
+				if len(p.Text) > MaxInlineBytes {
+					at(CodeInlineTooBig, false, "%s: %d bytes inline; a payload over %d bytes (MAX_INLINE_BYTES) spills to the sidecar", np.Field, len(p.Text), MaxInlineBytes)
 				}
 				continue
 			}

@@ -146,27 +146,11 @@ func (e *Engine) refuse(req map[string]any) (int, string, string) {
 	if !ok {
 		return http.StatusBadRequest, "invalid_request", "request is missing or not an object"
 	}
-	if e.fault(FaultRejectsUnknownFields) {
-		for _, c := range []struct {
-			m     map[string]any
-			known []string
-			where string
-		}{{req, knownTop, "the envelope"}, {body, knownRequest, "request"}, {objOf(body, "context"), knownContext, "request.context"}, {objOf(body, "auth"), knownAuth, "request.auth"}} {
-			for k := range c.m {
-				if !slices.Contains(c.known, k) {
-					return http.StatusBadRequest, "invalid_request", "unknown member in " + c.where
-				}
-			}
-		}
+	if where := unknownMember(req); where != "" && e.fault(FaultRejectsUnknownFields) {
+		return http.StatusBadRequest, "invalid_request", "unknown member in " + where
 	}
-	if e.fault(FaultRejectsUnknownCapabilities) {
-		for k := range objOf(req, "capabilities") {
-			if _, ok := offered[k]; !ok {
-				if _, ok := notOffered[k]; !ok {
-					return http.StatusBadRequest, "capability_unknown", "the request asks for a capability this Engine does not know"
-				}
-			}
-		}
+	if len(unknownCapabilities(req)) > 0 && e.fault(FaultRejectsUnknownCapabilities) {
+		return http.StatusBadRequest, "capability_unknown", "the request asks for a capability this Engine does not know"
 	}
 	if auth, ok := body["auth"].(map[string]any); ok && e.fault(FaultRequiresBodyToken) {
 		if _, ok := auth["token"]; !ok {
@@ -178,6 +162,50 @@ func (e *Engine) refuse(req map[string]any) (int, string, string) {
 		return http.StatusBadRequest, "attachments_unsupported", "this Engine takes no attachments"
 	}
 	return 0, "", ""
+}
+
+// unknownMember names the first object of req (the envelope, request,
+// request.context, request.auth) that holds a member this Engine does not
+// read, or "" when none does.
+func unknownMember(req map[string]any) string {
+	body := objOf(req, "request")
+	for _, c := range []struct {
+		m     map[string]any
+		known []string
+		where string
+	}{{req, knownTop, "the envelope"}, {body, knownRequest, "request"}, {objOf(body, "context"), knownContext, "request.context"}, {objOf(body, "auth"), knownAuth, "request.auth"}} {
+		for _, k := range slices.Sorted(maps.Keys(c.m)) {
+			if !slices.Contains(c.known, k) {
+				return c.where
+			}
+		}
+	}
+	return ""
+}
+
+// unknownCapabilities are the capability keys req asks for that this
+// Engine neither offers nor knows to deny.
+func unknownCapabilities(req map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(objOf(req, "capabilities"))) {
+		_, off := offered[k]
+		_, den := notOffered[k]
+		if !off && !den {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// actOnUnknown is the directive the acts-on-unknown faults add: what an
+// Engine that reads an unknown member as an instruction might do.
+func actOnUnknown(what string) map[string]any {
+	return map[string]any{
+		"action_type": "simulate_action",
+		"priority":    "critical",
+		"risk_tier":   "dangerous",
+		"payload":     map[string]any{"macro": "enable " + what, "message": "acting on " + what},
+	}
 }
 
 // answer builds the success response to a request the Engine can satisfy.
@@ -232,6 +260,12 @@ func (e *Engine) answer(req map[string]any, start time.Time) map[string]any {
 			"deadline_ms":            30000,
 			"payload":                map[string]any{"message": "approve the next step?", "fallback_message": "approval needed"},
 		})
+	}
+	if where := unknownMember(req); where != "" && e.fault(FaultActsOnUnknownFields) {
+		directives = append(directives, actOnUnknown("an unknown member of "+where))
+	}
+	if ks := unknownCapabilities(req); len(ks) > 0 && e.fault(FaultActsOnUnknownCapabilities) {
+		directives = append(directives, actOnUnknown("the capability "+ks[0]))
 	}
 	if e.fault(FaultRiskTierUnknown) {
 		directives[0].(map[string]any)["risk_tier"] = "extreme"

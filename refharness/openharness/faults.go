@@ -48,6 +48,12 @@ var (
 	FaultCorrelationIDChanged = declare(fault.Fault{Name: "oh-correlation-id-changed",
 		Doc:   "the response's correlation_id is not the request's",
 		Fails: []string{"OH-ID-003"}})
+	FaultActsOnUnknownFields = declare(fault.Fault{Name: "oh-acts-on-unknown-fields",
+		Doc:   "a request carrying members the Engine does not know is answered with success and an extra dangerous directive (simulate_action)",
+		Fails: []string{"OH-EXT-001"}})
+	FaultActsOnUnknownCapabilities = declare(fault.Fault{Name: "oh-acts-on-unknown-capabilities",
+		Doc:   "a request asking for a capability the Engine does not know is answered with success and an extra dangerous directive that turns it on",
+		Fails: []string{"OH-CAP-001"}})
 	FaultRejectsUnknownCapabilities = declare(fault.Fault{Name: "oh-rejects-unknown-capabilities",
 		Doc:   "a request asking for a capability the Engine does not know is refused (capability_unknown)",
 		Fails: []string{"OH-CAP-001"}})
@@ -74,6 +80,9 @@ var (
 	FaultEmbedsBlob = declare(fault.Fault{Name: "oh-embeds-blob",
 		Doc:   "the attachment directive embeds the attachment's bytes (a data: URL) instead of referring to it",
 		Fails: []string{"OH-ATT-002"}})
+	FaultRiskTierUnknown = declare(fault.Fault{Name: "oh-risk-tier-unknown",
+		Doc:   "the first directive's risk_tier is \"extreme\", no tier the document (and its normative schema) defines",
+		Fails: []string{"OH-DIR-002"}})
 	FaultDirectiveNoType = declare(fault.Fault{Name: "oh-directive-without-action-type",
 		Doc:       "the first action directive has no action_type",
 		Fails:     []string{"OH-DIR-001"},
@@ -111,9 +120,6 @@ var (
 	FaultRefusesAttachments = declare(fault.Fault{Name: "oh-refuses-attachments",
 		Doc:   "requests carrying attachments are refused",
 		Warns: []string{"OH-ATT-004"}})
-	FaultRiskTierUnknown = declare(fault.Fault{Name: "oh-risk-tier-unknown",
-		Doc:   "the first directive's risk_tier is \"extreme\", no tier the document defines",
-		Warns: []string{"OH-DIR-002"}})
 	FaultErrorWithoutObject = declare(fault.Fault{Name: "oh-error-without-error-object",
 		Doc:   "errors answered before a request envelope is read (method, credential, media type, body) carry no error object",
 		Warns: []string{"OH-ERR-002"}})

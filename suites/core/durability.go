@@ -23,10 +23,15 @@ var recoveredAs = []string{check.Submitted, check.Working, check.Failed, check.C
 // other spec runs while the target is down). Specs that run after it simply
 // talk to the restarted target: each builds its own state.
 var _ = Describe("Durability across a restart", Serial, func() {
-	It("keeps accepted tasks, in a legal state, and idempotency keys' first responses across a restart", suite.Req("CORE-DUR-001", "CORE-DUR-002"), func(ctx SpecContext) {
+	It("keeps accepted tasks, in a legal state, and idempotency keys' first responses across a restart", suite.Req("CORE-DUR-001", "CORE-DUR-002"), suite.Late, func(ctx SpecContext) {
 		env := suite.Env()
 		if env.Restart == nil {
 			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether accepted tasks and idempotency keys survive a restart", suite.RemedyRestart)
+		}
+		// Observations under way beside the run end before the restart
+		// would cut them, and before the tasks it catches are started.
+		if err := suite.AwaitWatches(ctx); err != nil {
+			Fail(err.Error()) // the spec was stopped
 		}
 		d := newDurability(ctx)
 		d.prepare(ctx)

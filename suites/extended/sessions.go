@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -15,10 +16,18 @@ import (
 	"github.com/harn-conform/conform/internal/suite"
 )
 
-// Sessions (EXT-SESSION-001, -003, -004): message order, transcript
-// walk-back (truncate) and forking before truncating. The suite appends
-// user messages only, so each message is one turn whichever way a
-// Harness groups turns (docs/interpretations.md#turns).
+// Sessions (EXT-SESSION-001, -003, -005, -006): message order, the REST
+// surface's close, fork and truncate, transcript walk-back (truncate) and
+// a fork that survives its parent's truncation. The suite appends user
+// messages only, so each message is one turn whichever way a Harness
+// groups turns (docs/interpretations.md#turns). Fork before truncate is
+// the client's SHOULD (EXT-SESSION-004), which the suite keeps; what the
+// server owes is that the three operations exist (EXT-SESSION-005) and the
+// fork stays whole (EXT-SESSION-006; docs/interpretations.md#session-surface).
+
+// remedySurface is what a target that does not offer one of the Session
+// operations does to have the specs that need it run.
+const remedySurface = "offer POST /v1/sessions/{id}/close, /fork and /truncate (EXT-SESSION-005: the REST section requires the surface to cover them)"
 
 // messagesOf reads every page of a session's messages, two at a time (so
 // the order is also checked across pages), under req.
@@ -119,8 +128,9 @@ var _ = Describe("Session transcripts", func() {
 		resp, offered, err := truncate(ctx, reqTruncate, sess, 2, "")
 		suite.Must(reqTruncate, err)
 		if !offered {
-			suite.NotApplicableTo(reqTruncate, fmt.Sprintf("%s: the target does not offer transcript walk-back (the spec requires truncate of servers that support it)", resp))
-			return
+			// Not offering truncate is EXT-SESSION-005's failure, not this
+			// requirement's: what truncate does cannot be seen.
+			suite.Unverified(fmt.Sprintf("%s: the target does not offer truncate, so what it does cannot be checked", resp), remedySurface)
 		}
 		suite.Check(reqTruncate, judgeTruncate(resp, sess, 2, 2))
 		after, ok := messagesOf(ctx, reqTruncate, sess)
@@ -137,22 +147,29 @@ var _ = Describe("Session transcripts", func() {
 		if !ok {
 			return
 		}
-		resp := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/fork"}, reqForkKeeps)
-		suite.Should(reqForkKeeps, check.Status(resp, http.StatusCreated))
+		fr := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/fork"}
+		resp := suite.Do(ctx, fr, reqForkKeeps)
+		if check.UnofferedStatus(resp.Status) {
+			// Not offering fork is EXT-SESSION-005's failure; a refusal the
+			// evidence contradicts is a broken fork, this requirement's.
+			o := suite.Offering{Request: fr, Answer: resp, Known: []string{"session " + sess + " (its messages were just read)"}}
+			if why, err := suite.Unoffered(ctx, o, reqForkKeeps); err == nil && why != "" {
+				suite.Unverified(fmt.Sprintf("%s: the target does not offer fork (%s), so no fork can be checked", resp, why), remedySurface)
+			}
+		}
+		suite.Check(reqForkKeeps, check.Status(resp, http.StatusCreated))
 		fork, err := resp.Object()
 		if resp.Status/100 != 2 || err != nil || xID(fork) == "" {
-			suite.Should(reqForkKeeps, fmt.Errorf("%s: POST /v1/sessions/{id}/fork made no Session%s", resp, xHint(resp)))
-			return
+			suite.Must(reqForkKeeps, fmt.Errorf("%s: POST /v1/sessions/{id}/fork made no Session%s", resp, xHint(resp)))
 		}
-		suite.Should(reqForkKeeps, forkLinked(ctx, sess, fork))
+		suite.Check(reqForkKeeps, forkLinked(ctx, sess, fork))
 		// Walk the parent back to its first turn.
 		tr, offered, err := truncate(ctx, reqForkKeeps, sess, 1, "")
 		if err != nil {
 			suite.Unverified(fmt.Sprintf("the parent could not be truncated: %v", err), "make POST /v1/sessions/{id}/truncate work (EXT-SESSION-003)")
 		}
 		if !offered {
-			suite.NotApplicableTo(reqForkKeeps, fmt.Sprintf("%s: the target does not offer truncate, so there is nothing to recover from", tr))
-			return
+			suite.Unverified(fmt.Sprintf("%s: the target does not offer truncate, so there is nothing to recover from", tr), remedySurface)
 		}
 		if tr.Status != http.StatusOK {
 			suite.NothingToCheck(reqForkKeeps, fmt.Sprintf("%s: the parent could not be truncated (EXT-SESSION-003 judges that)", tr), "make POST /v1/sessions/{id}/truncate work (EXT-SESSION-003)")
@@ -160,7 +177,46 @@ var _ = Describe("Session transcripts", func() {
 		}
 		kept, ok := messagesOf(ctx, reqForkKeeps, xID(fork))
 		if ok && !slices.Equal(sorted(texts(kept)), sorted(texts(before))) {
-			suite.Should(reqForkKeeps, fmt.Errorf("after its parent %s was truncated to one turn, fork %s holds messages %q, want every turn it was forked with %q", sess, xID(fork), texts(kept), texts(before)))
+			suite.Check(reqForkKeeps, fmt.Errorf("after its parent %s was truncated to one turn, fork %s holds messages %q, want every turn it was forked with %q", sess, xID(fork), texts(kept), texts(before)))
+		}
+	})
+
+	It("offers Session close, fork and truncate on its REST surface", suite.Req(reqSurface), func(ctx SpecContext) {
+		ws := xWorkspace(ctx)
+		var missing []string
+		for _, op := range []struct {
+			name string
+			body map[string]any
+		}{
+			{"fork", nil},
+			{"truncate", map[string]any{"keep_first": 1, "reason": "conform surface probe"}},
+			{"close", nil},
+		} {
+			// A Session of its own for each operation, with one turn: a
+			// closed or truncated Session does not disturb the next probe.
+			sess := xID(xSession(ctx, ws, ""))
+			xAppend(ctx, sess, 1, op.name)
+			req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/" + op.name}
+			if op.body != nil {
+				req.Body = op.body
+			}
+			resp := suite.Do(ctx, req, reqSurface)
+			if !check.UnofferedStatus(resp.Status) {
+				continue
+			}
+			// A 404 for the Session itself would be a lost Session, not a
+			// missing operation: CORE-READ-005's finding.
+			xRead(ctx, "reading the Session (GET /v1/sessions/{id})", "CORE-READ-005", "/v1/sessions/"+client.Seg(sess), nil)
+			// Not offered by evidence (docs/interpretations.md#offered-by-evidence);
+			// a refusal the evidence contradicts is an offered operation that
+			// fails, which its own requirement judges.
+			o := suite.Offering{Request: req, Answer: resp, Known: []string{"session " + sess + " (a message was just appended)"}}
+			if why, err := suite.Unoffered(ctx, o, reqSurface); err == nil && why != "" {
+				missing = append(missing, fmt.Sprintf("POST /v1/sessions/{id}/%s answered %s%s (%s)", op.name, resp, xHint(resp), why))
+			}
+		}
+		if len(missing) > 0 {
+			suite.Check(reqSurface, fmt.Errorf("the REST surface must cover Session close, fork and truncate (Transports / REST), but %s: not offered", strings.Join(missing, "; ")))
 		}
 	})
 })

@@ -23,7 +23,8 @@ import (
 // (EXT-WS-007) and heartbeats (EXT-WS-011). Commands are in
 // websocket_commands.go, requests, resume and the replayed marker in
 // websocket_resume.go; how sessions are opened and their frames judged,
-// in wsconn.go.
+// in wsconn.go; the heartbeat and the auth frame's deadline, observed
+// beside the rest of the run, in websocket_timers.go.
 
 // refusal is how a connection attempt must be refused.
 type refusal struct {
@@ -247,19 +248,14 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		}
 	})
 
-	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), func(ctx SpecContext) {
+	It("refuses a session without a valid credential: 401 before the upgrade, or an error frame 401 and close 4401, and nothing else", suite.Req(reqWSOffer), suite.Late, func(ctx SpecContext) {
 		wsAllowed()
 		sess := xID(xSession(ctx, xWorkspace(ctx), ""))
 		path := sessionStream(sess)
 		// A connection that never authenticates waits out the profile's
-		// 10 s for the auth frame: opened first, judged last.
-		silent, resp, err := wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByAuthFrame, NoAuth: true, Probe: "a browser's upgrade that never sends its auth frame"})
-		silentAt := time.Now()
-		if silent == nil {
-			// No credential and no version: the upgrade may not be
-			// refused (it is how a browser connects).
-			suite.Check(reqWSOffer, fmt.Errorf("a browser's upgrade (no Authorization, no version header) on %s: %v; want it completed (101), the auth frame to follow (docs/websocket.md section 1.3)", path, wsRefusal(resp, err)))
-		}
+		// 10 s for the auth frame: opened as the run started, beside it
+		// (wsSilent, websocket_timers.go), and judged last.
+		wsSilent.Start()
 		wrong := "Bearer conform-wrong-" + suite.Key("key")
 		unauth := refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true, secret: strings.TrimPrefix(wrong, "Bearer ")}
 		for _, c := range []struct {
@@ -281,13 +277,26 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 			}
 			suite.Check(reqWSOffer, judgeRefused(ctx, c.what+" on "+path, s, resp, err, c.r, 0, wsStream()))
 		}
-		if silent != nil {
-			// Section 1.3: 10 s for the auth frame, then 401 and 4401.
-			wait := time.Until(silentAt.Add(10*time.Second + wsStream()))
-			atDeadline := withFrame(unauth)
-			atDeadline.deadline = true
-			suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+path, silent, nil, nil, atDeadline, 0, max(wait, time.Second)))
+		o := watched(ctx, wsSilent)
+		if o.setup != nil {
+			// The observation could not make its session: on this one.
+			o = opening{d: silentDial(path)}
+			o.s, o.resp, o.err = wsAttempt(ctx, o.d)
+			o.at = time.Now()
+		} else {
+			o.takeOver()
 		}
+		if o.s == nil {
+			// No credential and no version: the upgrade may not be
+			// refused (it is how a browser connects).
+			suite.Check(reqWSOffer, fmt.Errorf("a browser's upgrade (no Authorization, no version header) on %s: %v; want it completed (101), the auth frame to follow (docs/websocket.md section 1.3)", o.d.Path, wsRefusal(o.resp, o.err)))
+			return
+		}
+		// Section 1.3: 10 s for the auth frame, then 401 and 4401.
+		wait := time.Until(o.at.Add(wsAuthDeadline + wsStream()))
+		atDeadline := withFrame(unauth)
+		atDeadline.deadline = true
+		suite.Check(reqWSOffer, judgeRefused(ctx, "an upgrade without a credential that sends no auth frame, on "+o.d.Path, o.s, nil, nil, atDeadline, 0, max(wait, time.Second)))
 	})
 
 	It("refuses an unsupported protocol version: 426 before the upgrade, or an error frame 426 and close 4426 after an auth frame", suite.Req(reqWSOffer), func(ctx SpecContext) {
@@ -377,44 +386,25 @@ var _ = Describe("WebSocket sessions (harn-ws.v1)", func() {
 		judgeDelivery(ctx, hist, "GET /v1/tasks/"+task+"/events", xRawEvents(ctx, task), wsStream())
 	})
 
-	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), func(ctx SpecContext) {
-		l := wsOpen(ctx, client.WSDial{Path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), Way: ws.ByHeaders})
-		interval := 30 * time.Second
-		if n, ok := l.ready.Int("heartbeat_interval_ms"); ok && n >= 1 && n <= 30000 {
-			interval = time.Duration(n) * time.Millisecond
+	It("sends a ping frame at least every heartbeat_interval_ms (at most 30 s) and answers the client's ping with pong", suite.Req(reqWSBeat), suite.Late, func(ctx SpecContext) {
+		wsAllowed()
+		// Observed beside the run, on a session opened as it started
+		// (websocket_timers.go); made here when that session could not be.
+		w := watched(ctx, wsHeartbeats)
+		var l *wsLink
+		if w.setup != nil {
+			l = wsOpen(ctx, client.WSDial{Path: sessionStream(xID(xSession(ctx, xWorkspace(ctx), ""))), Way: ws.ByHeaders})
 		} else {
-			suite.Should(reqWSBeat, fmt.Errorf("the ready frame's heartbeat_interval_ms is %v, want 1…30000; the heartbeat is judged against 30 s", l.ready.Obj["heartbeat_interval_ms"]))
+			w.takeOver()
+			c, err := wsConnected(ctx, w.d, w.s, w.resp, w.err)
+			l = wsOpened(ctx, w.d, c, err)
 		}
-		// A client ping gets a pong naming it.
-		id := l.NewID()
-		after := l.Len()
-		if err := l.Send(ctx, map[string]any{"type": "ping", "id": id}); err != nil {
-			suite.Transport(err)
+		findings := w.findings
+		if !w.observed {
+			findings = observeHeartbeats(ctx, l)
 		}
-		if _, why := l.await(ctx, wsStream(), after, "pong", func(f ws.Frame) bool { return f.Type == "pong" && f.Str("in_reply_to") == id }); why != "" {
-			suite.Should(reqWSBeat, fmt.Errorf("the client's ping frame %q: %s", id, why))
-		}
-		// Two heartbeats, each within an interval of the one before (the
-		// first of ready): a margin for the network and a busy machine.
-		margin := max(2*time.Second, interval/5)
-		from := l.ready.At
-		kinds := map[string]int{}
-		for i := range 2 {
-			f, at, ok := l.AwaitHeartbeat(ctx, time.Until(from.Add(interval+margin)), from)
-			if !ok || at.Sub(from) > interval+margin {
-				suite.Should(reqWSBeat, fmt.Errorf("GET %s: no heartbeat (ping frame or RFC 6455 Ping) within heartbeat_interval_ms %s (+%s) of the %s (%s)",
-					l.Path, interval, margin, map[bool]string{true: "ready frame", false: "previous heartbeat"}[i == 0], endOrOpen(l)))
-				return
-			}
-			if f.Seq > 0 {
-				kinds["ping frames"]++
-			} else {
-				kinds["RFC 6455 Ping control frames"]++
-			}
-			from = at
-		}
-		if kinds["ping frames"] == 0 {
-			suite.Note(fmt.Sprintf("%s: GET %s sent its heartbeats as RFC 6455 Ping control frames, not ping frames (accepted, docs/interpretations.md#ws-heartbeat; browser code cannot see them)", reqWSBeat, l.Path))
+		for _, f := range findings {
+			f.record(reqWSBeat)
 		}
 	})
 })

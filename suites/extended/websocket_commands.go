@@ -18,7 +18,9 @@ import (
 
 // The WebSocket profile, part 2: commands are their REST operations
 // (docs/websocket.md section 4): user messages (EXT-WS-004), cancel
-// (EXT-WS-005), truncate (EXT-WS-006) and idempotency keys (EXT-WS-013).
+// (EXT-WS-005), truncate (EXT-WS-006) and idempotency keys (EXT-WS-015:
+// the key is the client's MAY, EXT-WS-013; acting once on it is the server's
+// MUST NOT of the Idempotency section, docs/interpretations.md#ws-idempotency-server).
 
 // frameResponse presents a command's result or error frame as the REST
 // answer it stands for, so the REST checks apply to it unchanged.
@@ -192,11 +194,11 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 		}
 		first, why := l.command(ctx, cmd())
 		if why != "" {
-			suite.Should(reqWSIdem, fmt.Errorf("%s", why))
+			suite.Check(reqWSIdem, fmt.Errorf("%s", why))
 			return
 		}
 		if first.Type == "error" && strings.Contains(fmt.Sprint(first.Member("error")["param"]), "idempotency_key") {
-			suite.Should(reqWSIdem, fmt.Errorf("a user_message frame with idempotency_key %q is refused: %s", key, bounded(first.Raw)))
+			suite.Check(reqWSIdem, fmt.Errorf("a user_message frame with idempotency_key %q is refused: %s", key, bounded(first.Raw)))
 			return
 		}
 		a, err := resultOf(first, "user_message", http.StatusCreated)
@@ -211,11 +213,11 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 		same := func(what string, f ws.Frame, why string) {
 			GinkgoHelper()
 			if why != "" {
-				suite.Should(reqWSIdem, fmt.Errorf("%s: %s", what, why))
+				suite.Check(reqWSIdem, fmt.Errorf("%s: %s", what, why))
 				return
 			}
 			if f.Type != "result" || f.Status() != first.Status() || xID(f.Member("result")) != id {
-				suite.Should(reqWSIdem, fmt.Errorf("%s with the same idempotency_key %q and body: answered %s %s, want a result with the first answer's status %d and message %q",
+				suite.Check(reqWSIdem, fmt.Errorf("%s with the same idempotency_key %q and body: answered %s %s, want a result with the first answer's status %d and message %q",
 					what, key, f, bounded(f.Raw), first.Status(), id))
 			}
 		}
@@ -227,7 +229,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 		// Keys are shared with REST: the same write retried over REST.
 		rest := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages", Body: map[string]any{"message": xText(text)}, IdempotencyKey: key}, reqWSIdem)
 		if m, err := rest.Object(); rest.Status/100 != 2 || err != nil || xID(m) != id {
-			suite.Should(reqWSIdem, fmt.Errorf("the user_message retried over REST (POST /v1/sessions/%s/messages) with Idempotency-Key %q and the same message: %s answered message %q%s, want the frame's message %q (a command's key is its REST operation's, docs/websocket.md section 5)",
+			suite.Check(reqWSIdem, fmt.Errorf("the user_message retried over REST (POST /v1/sessions/%s/messages) with Idempotency-Key %q and the same message: %s answered message %q%s, want the frame's message %q (a command's key is its REST operation's, docs/websocket.md section 5)",
 				sess, key, rest, xID(m), xHint(rest), id))
 		}
 		// The same key with another body.
@@ -235,13 +237,13 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 		diff["message"] = xText(text + " (changed)")
 		f, why = l.command(ctx, diff)
 		if why != "" {
-			suite.Should(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: %s", key, why))
+			suite.Check(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: %s", key, why))
 		} else if f.Type != "error" || f.Status() != http.StatusConflict || f.ErrorCode() != "idempotency_key_reused" {
-			suite.Should(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: answered %s %s, want an error frame 409 idempotency_key_reused", key, f, bounded(f.Raw)))
+			suite.Check(reqWSIdem, fmt.Errorf("a user_message with idempotency_key %q and another message: answered %s %s, want an error frame 409 idempotency_key_reused", key, f, bounded(f.Raw)))
 		}
 		// The connection stays open after a command error.
 		if _, why := l.command(ctx, map[string]any{"type": "user_message", "session_id": sess, "message": xText("conform ws after the conflict " + key)}); why != "" {
-			suite.Should(reqWSIdem, fmt.Errorf("after the 409 error frame the connection must stay open: a further user_message %s", why))
+			suite.Check(reqWSIdem, fmt.Errorf("after the 409 error frame the connection must stay open: a further user_message %s", why))
 		}
 		if ms, ok := messagesOf(ctx, reqWSIdem, sess); ok {
 			var n, changed int
@@ -250,7 +252,7 @@ var _ = Describe("WebSocket commands (harn-ws.v1)", func() {
 				changed += b2i(t == text+" (changed)")
 			}
 			if n != 1 || changed != 0 {
-				suite.Should(reqWSIdem, fmt.Errorf("GET /v1/sessions/%s/messages holds %d messages with the text sent under idempotency_key %q (want 1: the repeats act once) and %d with the changed text (want 0: a reused key changes nothing)", sess, n, key, changed))
+				suite.Check(reqWSIdem, fmt.Errorf("GET /v1/sessions/%s/messages holds %d messages with the text sent under idempotency_key %q (want 1: the repeats act once) and %d with the changed text (want 0: a reused key changes nothing)", sess, n, key, changed))
 			}
 		}
 	})

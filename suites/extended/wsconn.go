@@ -45,7 +45,7 @@ const (
 	reqWSResume   = "EXT-WS-010" // resume from a cursor; cursor_expired
 	reqWSBeat     = "EXT-WS-011" // SHOULD: heartbeats within 30 s
 	reqWSReplayed = "EXT-WS-012" // replayed marks history, not live frames
-	reqWSIdem     = "EXT-WS-013" // MAY: idempotency keys on commands
+	reqWSIdem     = "EXT-WS-015" // a command repeated with its idempotency key acts once (the key itself is the client's MAY, EXT-WS-013)
 	reqWSNoSub    = "EXT-WS-014" // SHOULD: an upgrade offering no subprotocol is harn-ws.v1
 )
 
@@ -121,10 +121,17 @@ func wsAttempt(ctx context.Context, d client.WSDial) (*client.WSSession, *client
 	GinkgoHelper()
 	wsAllowed()
 	s, resp, err := suite.Client().OpenWS(ctx, d)
+	wsJudgeAtEnd(s)
+	return s, resp, err
+}
+
+// wsJudgeAtEnd closes session s (when there is one) and judges its frames
+// when the spec ends (judgeFrames): for every session a spec opened, or
+// took over from an observation made beside the run (suite.Watch).
+func wsJudgeAtEnd(s *client.WSSession) {
 	if s != nil {
 		suite.AtSpecEnd(func() { s.Close(); judgeFrames(s) })
 	}
-	return s, resp, err
 }
 
 // Breakers (suite.Breaker, docs/interpretations.md#fail-fast): a feature
@@ -184,6 +191,14 @@ func wsReady(ctx context.Context, s *client.WSSession) (ws.Frame, error) {
 func wsConnect(ctx context.Context, d client.WSDial) (*wsLink, error) {
 	GinkgoHelper()
 	s, resp, err := wsAttempt(ctx, d)
+	return wsConnected(ctx, d, s, resp, err)
+}
+
+// wsConnected is wsConnect for an attempt already made (wsAttempt's
+// results, or an observation's that the spec took over): the link, or
+// why there is none.
+func wsConnected(ctx context.Context, d client.WSDial, s *client.WSSession, resp *client.Response, err error) (*wsLink, error) {
+	GinkgoHelper()
 	if s == nil {
 		var te *client.TransportError
 		if resp == nil && errors.As(err, &te) {
@@ -227,6 +242,13 @@ func wsRefusal(resp *client.Response, err error) error {
 func wsOpen(ctx context.Context, d client.WSDial) *wsLink {
 	GinkgoHelper()
 	l, err := wsConnect(ctx, d)
+	return wsOpened(ctx, d, l, err)
+}
+
+// wsOpened is wsOpen for a connection already attempted (wsConnected's
+// results).
+func wsOpened(ctx context.Context, d client.WSDial, l *wsLink, err error) *wsLink {
+	GinkgoHelper()
 	if err != nil {
 		adv := wsAdvertised(ctx)
 		if adv == "" {

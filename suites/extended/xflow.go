@@ -33,7 +33,8 @@ const (
 	reqWorkspaceIDs   = "EXT-WORKSPACE-002" // stateful resources name their workspace
 	reqMsgOrder       = "EXT-SESSION-001"
 	reqTruncate       = "EXT-SESSION-003"
-	reqForkKeeps      = "EXT-SESSION-004" // SHOULD: a fork keeps every turn when its parent is truncated
+	reqForkKeeps      = "EXT-SESSION-006" // a fork keeps every turn when its parent is truncated
+	reqSurface        = "EXT-SESSION-005" // the REST surface covers close, fork and truncate
 	reqBranch         = "EXT-BRANCH-001"
 	reqLineage        = "EXT-BRANCH-002"
 	reqArtifact       = "EXT-ARTIFACT-001"

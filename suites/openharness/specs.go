@@ -29,8 +29,9 @@ func needSuccess(a answer, what string) {
 	}
 }
 
-// sameAnswer is the OH-EXT-001 / OH-CAP-001 judgement: the request with
-// something to ignore is answered as the plain one was (with success).
+// sameAnswer is the OH-ATT-004 judgement: the request with attachments by
+// reference is answered as the plain one was (with success); what the
+// answer then holds may well depend on the attachments.
 func sameAnswer(plain, probe answer, what string) error {
 	if probe.doc == nil {
 		return probe.at(fmt.Errorf("the request with %s got no response envelope (%v), where the same request without them got status success", what, probe.err))
@@ -172,31 +173,60 @@ var _ = Describe("OpenHarness Engine: identifiers", func() {
 })
 
 var _ = Describe("OpenHarness Engine: forward compatibility", func() {
-	It("ignores unknown fields at every object level", suite.Req("OH-EXT-001"), func(ctx SpecContext) {
-		plain := post(ctx, base())
+	It("ignores unknown fields at every object level: the whole answer is the one without them", suite.Req("OH-EXT-001"), func(ctx SpecContext) {
+		// The known members the probe nests its unknown ones in, which the
+		// request without them carries as well.
+		known := func(m map[string]any) {
+			c := path(m, "request", "context")
+			c["continuation"] = map[string]any{"run_id": "conform-run"}
+			c["environment_state"] = map[string]any{"privacy_tier": "public"}
+			c["task_hint"] = map[string]any{}
+		}
+		plain := post(ctx, with(base(), known))
 		needSuccess(plain, "a plain request")
 		probe := post(ctx, with(base(), func(m map[string]any) {
+			known(m)
 			m["conform_unknown_member"] = map[string]any{"nested": []any{1, "two"}}
 			path(m, "request")["conform_unknown_member"] = true
 			ctx := path(m, "request", "context")
 			ctx["conform_unknown_member"] = "ignored"
 			path(m, "request", "context", "shell")["conform_unknown_member"] = 7
-			ctx["continuation"] = map[string]any{"run_id": suite.Key("run"), "conform_unknown_member": "x"}
-			ctx["environment_state"] = map[string]any{"privacy_tier": "public", "conform_unknown_member": map[string]any{}}
-			ctx["task_hint"] = map[string]any{"conform_unknown_member": "x"}
+			path(m, "request", "context", "continuation")["conform_unknown_member"] = "x"
+			path(m, "request", "context", "environment_state")["conform_unknown_member"] = map[string]any{}
+			path(m, "request", "context", "task_hint")["conform_unknown_member"] = "x"
 		}))
-		suite.Check("OH-EXT-001", sameAnswer(plain, probe, "unknown members at the top level, in request, request.context and the objects nested in it"))
+		again := post(ctx, with(base(), known))
+		suite.Check("OH-EXT-001", sameWholeAnswer(plain, probe, again, nil, "unknown members at the top level, in request, request.context and the objects nested in it"))
 	})
 
-	It("ignores capability keys it does not understand", suite.Req("OH-CAP-001"), func(ctx SpecContext) {
-		plain := post(ctx, with(base(), func(m map[string]any) { m["capabilities"] = map[string]any{} }))
+	It("ignores capability keys it does not understand: the whole answer is the one without them", suite.Req("OH-CAP-001"), func(ctx SpecContext) {
+		empty := func(m map[string]any) { m["capabilities"] = map[string]any{} }
+		plain := post(ctx, with(base(), empty))
 		needSuccess(plain, "a request with an empty capabilities object")
+		unknown := []string{"com.conform.probe.unknown", "conform-unknown-capability"}
 		probe := post(ctx, with(base(), func(m map[string]any) {
-			m["capabilities"] = map[string]any{"com.conform.probe.unknown": true, "conform-unknown-capability": map[string]any{"level": 3}}
+			m["capabilities"] = map[string]any{unknown[0]: true, unknown[1]: map[string]any{"level": 3}}
 		}))
-		suite.Check("OH-CAP-001", sameAnswer(plain, probe, "capability keys no Engine knows"))
+		again := post(ctx, with(base(), empty))
+		suite.Check("OH-CAP-001", sameWholeAnswer(plain, probe, again, unknown, "capability keys no Engine knows"))
 	})
 })
+
+// sameWholeAnswer is the OH-EXT-001 / OH-CAP-001 judgement: the request
+// with something to ignore gets the whole answer the same request without
+// it got (plain, and again after the probe: where those two differ, the
+// answer varies anyway), a denial of an ignored capability key apart
+// (oh.CheckSameAnswer; docs/interpretations.md#oh-unknown-fields).
+func sameWholeAnswer(plain, probe, again answer, ignored []string, what string) error {
+	if probe.doc == nil {
+		return probe.at(fmt.Errorf("the request with %s got no response envelope (%v), where the same request without them got status success", what, probe.err))
+	}
+	other := again.doc
+	if other == nil {
+		other = plain.doc // no second answer: nothing is taken to vary
+	}
+	return probe.at(oh.CheckSameAnswer(oh.Answers{Plain: plain.doc, Again: other, Probe: probe.doc, Ignored: ignored}, what))
+}
 
 var _ = Describe("OpenHarness Engine: capabilities", func() {
 	It("answers asked-for capabilities with well-formed denials", suite.Req("OH-CAP-002", "OH-CAP-003", "OH-CAP-004"), func(ctx SpecContext) {

@@ -161,7 +161,7 @@ var responseChecks = []struct {
 	{"OH-RESP-001", false, oh.CheckResponseSchema},
 	{"OH-VER-001", false, oh.CheckVersion},
 	{"OH-DIR-001", false, oh.CheckDirectives},
-	{"OH-DIR-002", true, oh.CheckDirectiveValues},
+	{"OH-DIR-002", false, oh.CheckDirectiveValues},
 	{"OH-ATT-002", false, func(d map[string]any) error { return oh.CheckNoBlobs(d) }},
 	{"OH-ERR-002", true, oh.CheckErrorPresent},
 	{"OH-ERR-003", false, oh.CheckErrorCode},

@@ -393,14 +393,15 @@ func (r *fixtureRun) replay(ctx context.Context, what string, body []byte) *fxRe
 }
 
 // readReceipt reads a finished replay task's receipt: the one its
-// receipt_id names, else the one its receipt list holds for it.
+// receipt_id names, else the one its receipt list holds for it. It reads
+// whatever discovery claims: a Replay server owes receipt deltas without
+// claiming Receipts (docs/interpretations.md#replay-only-deltas).
 func (r *fixtureRun) readReceipt(ctx context.Context, rp *fxReplay) {
 	GinkgoHelper()
-	if r.h.ref == nil && !suite.Env().Discovery.Claims(requirements.Receipts) {
-		rp.noReceipt = "the target does not advertise receipts (capabilities.receipts)"
-		return
-	}
 	var why []string
+	if r.h.ref == nil && !suite.Env().Discovery.Claims(requirements.Receipts) {
+		why = append(why, "the target does not advertise receipts (capabilities.receipts)")
+	}
 	if id, _ := rp.task["receipt_id"].(string); id != "" {
 		resp := r.h.do(ctx, client.Request{Path: "/v1/receipts/" + client.Seg(id)})
 		if _, err := check.DecodeReceipt(resp.Body); resp.Status == http.StatusOK && err == nil {

@@ -375,7 +375,7 @@ var _ = Describe("Replay overrides and failures", func() {
 		}
 	})
 
-	It("takes a receipt_only secret override by artifact_id, applies its content and keeps it out of the replay task's events, messages and reads", suite.Req("RPLY-OVERRIDE-005", "RPLY-OVERRIDE-004"), func(ctx SpecContext) {
+	It("takes a receipt_only secret override by artifact_id, applies its content and keeps it out of the replay task's events, messages and reads", suite.Req("RPLY-OVERRIDE-006", "RPLY-OVERRIDE-004"), func(ctx SpecContext) {
 		needReplay()
 		needHook("a source task that reads a secret")
 		recorded, override := "conform-rec-"+suite.Key("s1"), "conform-ovr-"+suite.Key("s2")
@@ -428,7 +428,9 @@ var _ = Describe("Replay overrides and failures", func() {
 			body := suite.Do(ctx, client.Request{Path: path}).Body
 			for name, s := range map[string]string{"the source's recorded secret": recorded, "the receipt_only override secret": override} {
 				if check.SecretSpelled(string(body), s) != "" {
-					suite.Should("RPLY-OVERRIDE-005", fmt.Errorf("GET %s (replay task %s) shows %s: a receipt_only secret override's value appears in no event, message or public read of the replay task", path, r.id, name))
+					// The client's SHOULD (receipt_only, RPLY-OVERRIDE-005) was
+					// kept; the server's MUST NOT is RPLY-OVERRIDE-006.
+					suite.Check("RPLY-OVERRIDE-006", fmt.Errorf("GET %s (replay task %s) shows %s: a secret appears in no event, message or public read of the replay task (Events and receipts MUST redact secret material)", path, r.id, name))
 				}
 			}
 		}

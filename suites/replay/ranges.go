@@ -219,10 +219,15 @@ func sessionAfter(ctx context.Context, path, cursor string) []string {
 // be replayed in full: a new exact replay completes with the same output
 // (RPLY-RETAIN-001, docs/interpretations.md#replay-retention).
 var _ = Describe("Replay across a restart", Serial, func() {
-	It("keeps event ranges, histories and replayability across a restart of the target", suite.Req("RPLY-RANGE-002", "RPLY-RETAIN-001"), func(ctx SpecContext) {
+	It("keeps event ranges, histories and replayability across a restart of the target", suite.Req("RPLY-RANGE-002", "RPLY-RETAIN-001"), suite.Late, func(ctx SpecContext) {
 		needReplay()
 		if suite.Env().Restart == nil {
 			suite.Unverified("no --restart-cmd given: the suite cannot restart the target to see whether event ranges and histories survive a restart", suite.RemedyRestart)
+		}
+		// Observations under way beside the run end before the restart
+		// would cut them (suite.Watch).
+		if err := suite.AwaitWatches(ctx); err != nil {
+			Fail(err.Error()) // the spec was stopped
 		}
 		const retain = "RPLY-RETAIN-001"
 		var steps []any

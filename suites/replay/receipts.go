@@ -19,17 +19,23 @@ import (
 // receipt of the fixture's replays holds a secret — neither the canary the
 // source run's secret_read step read nor the override's receipt_only
 // secret — and the secret override's delta records a hash or an artifact
-// reference instead. A target that issues no receipts has nothing here
-// that applies. The checks are internal/replaydet's.
+// reference instead. Every Replay server owes the deltas ("Applied
+// substitutions MUST be recorded as Receipt deltas"), whether or not it
+// claims the Receipts level: the receipt is read whatever discovery says,
+// and a target that serves none leaves the deltas unverified with a
+// remedy, never not applicable (docs/interpretations.md#replay-only-deltas).
+// The checks are internal/replaydet's.
+
+// remedyDeltas is how a Replay server lets its substitutions be audited.
+const remedyDeltas = "record every applied override as a Receipt delta and serve the replay task's receipt (receipt_id on the task, GET /v1/tasks/{id}/receipts), whether or not the target claims the Receipts level: Replay requires the deltas (docs/interpretations.md#replay-only-deltas)"
 
 var _ = Describe("Replay receipt deltas", func() {
 	It("records one delta per applied override, with key, event or path, hashes and reason, and no secret", suite.Req("RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005"), func(ctx SpecContext) {
-		needReceipts()
 		r := theFixture(ctx)
 		o := r.completedReplay()
 		raw := o.receipt
 		if raw == nil {
-			suite.Unverified(o.noReceipt, remedyFxReceipt)
+			suite.Unverified(o.noReceipt, remedyDeltas)
 		}
 		d, err := check.DecodeReceipt(raw)
 		if err != nil {

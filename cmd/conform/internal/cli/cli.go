@@ -6,12 +6,16 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/harn-conform/conform/internal/suggest"
 )
 
 // The exit codes of every conform command (README, "Exit codes"). The one
@@ -100,6 +104,49 @@ func PrintFlags(w io.Writer, fs *flag.FlagSet, kinds map[string]string) {
 	})
 }
 
+// FlagGroup is a titled group of flags for -h, listed in its order.
+type FlagGroup struct {
+	Title string
+	Flags []string
+}
+
+// PrintFlagGroups lists the flags of fs as PrintFlags does, group by
+// group in the groups' order, then the flags no group names under "other
+// flags" (sorted). Names fs does not define are left out, and so is a
+// group left empty.
+func PrintFlagGroups(w io.Writer, fs *flag.FlagSet, kinds map[string]string, groups []FlagGroup) {
+	listed := map[string]bool{}
+	one := func(names []string, title string) {
+		var order []*flag.Flag
+		for _, n := range names {
+			if f := fs.Lookup(n); f != nil && !listed[n] {
+				listed[n] = true
+				order = append(order, f)
+			}
+		}
+		if len(order) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, f := range order {
+			single := flag.NewFlagSet("", flag.ContinueOnError)
+			single.Var(f.Value, f.Name, f.Usage)
+			single.Lookup(f.Name).DefValue = f.DefValue
+			PrintFlags(w, single, kinds)
+		}
+	}
+	for _, g := range groups {
+		one(g.Flags, g.Title)
+	}
+	var rest []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if !listed[f.Name] {
+			rest = append(rest, f.Name)
+		}
+	})
+	one(rest, "other flags")
+}
+
 func isBool(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
@@ -143,4 +190,36 @@ func WriteOut(path string, b []byte) error {
 		return fmt.Errorf("--out: %w", werr)
 	}
 	return nil
+}
+
+// FlagError adds "did you mean --X?" to the flag package's error for an
+// undefined flag of fs, naming its nearest flag.
+func FlagError(fs *flag.FlagSet, err error) error {
+	const undefined = "flag provided but not defined: -"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, undefined) {
+		return err
+	}
+	name := strings.TrimLeft(strings.TrimPrefix(msg, undefined), "-")
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if h := suggest.Hint(name, names, "--%s"); h != "" {
+		return errors.New(msg + h)
+	}
+	return err
+}
+
+// UnknownCommand is the error for a command or subcommand word that names
+// none of commands, with the nearest one.
+func UnknownCommand(what, word string, commands []string) string {
+	return fmt.Sprintf("unknown %s %q%s", what, word, suggest.Hint(word, commands, "%q"))
+}
+
+// WriteJSON encodes v, indented, without HTML escaping, to w: what
+// --format json prints.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -31,7 +31,7 @@ func (c FileCommand) Args(args []string, stdout, stderr io.Writer) (rest []strin
 		c.Usage(stdout)
 		return nil, ExitOK, true
 	case args[0] != c.Subcommand:
-		fmt.Fprintf(stderr, "%s: unknown subcommand %q (want %s)\n", c.Command, args[0], c.Subcommand)
+		fmt.Fprintf(stderr, "%s: %s (want %s)\n", c.Command, UnknownCommand("subcommand", args[0], []string{c.Subcommand}), c.Subcommand)
 		return nil, ExitError, true
 	case AsksHelp(args[1:]):
 		c.Usage(stdout)
@@ -60,7 +60,7 @@ func ParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, FlagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -281,6 +281,64 @@ func TestBaselineWrite(t *testing.T) {
 	}
 }
 
+// baseline prune and update bring a baseline up to date with a later
+// report, keeping the reasons written; --format json says what changed;
+// reasons carry no volatile ids; a mistyped subcommand gets a suggestion.
+func TestBaselinePruneUpdate(t *testing.T) {
+	dir := t.TempDir()
+	first := report(reports.Nonconformant, 1,
+		req{"CORE-AUTH-001", "", reports.Fail}, req{"CORE-AUTH-002", "", reports.Fail}, req{"CORE-AUTH-003", "", reports.Pass})
+	first.Requirements[0].Message = "GET http://127.0.0.1:40123/v1/tasks/task_01JDZQXKHMBVWPRSTNAGFCYEDA answered 500 at 2026-11-27T14:16:22Z"
+	known := filepath.Join(dir, "known.yaml")
+	code, stdout, errs := runCLI("baseline", "write", "--report", save(t, dir, "first.json", first), "--out", known, "--format", "json")
+	var res struct {
+		Requirements []baseline.Entry
+		Added        []string
+		Out          string
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil {
+		t.Fatalf("write --format json: exit %d, %v, %q %q", code, err, stdout, errs)
+	}
+	if res.Out != known || strings.Join(res.Added, ",") != "CORE-AUTH-001,CORE-AUTH-002" {
+		t.Errorf("write --format json: %+v", res)
+	}
+	if want := "fail: GET http://127.0.0.1:<port>/v1/tasks/task_<id> answered 500 at <time>"; res.Requirements[0].Reason != want {
+		t.Errorf("reason %q, want %q", res.Requirements[0].Reason, want)
+	}
+	// A person edits a reason; then AUTH-001 passes and AUTH-003 fails.
+	b, _ := os.ReadFile(known)
+	os.WriteFile(known, []byte(strings.Replace(string(b), "fail: GET http", "ours: TICKET-7, GET http", 1)), 0o644)
+	later := report(reports.Nonconformant, 1,
+		req{"CORE-AUTH-001", "", reports.Pass}, req{"CORE-AUTH-002", "", reports.Fail}, req{"CORE-AUTH-003", "", reports.Unverified})
+	laterPath := save(t, dir, "later.json", later)
+	code, stdout, errs = runCLI("baseline", "prune", "--baseline", known, "--report", laterPath, "--out", "-")
+	if code != 0 || !strings.Contains(stdout, "CORE-AUTH-002") || strings.Contains(stdout, "CORE-AUTH-001") || strings.Contains(stdout, "CORE-AUTH-003") {
+		t.Errorf("prune to stdout: exit %d\n%s%s", code, stdout, errs)
+	}
+	code, _, errs = runCLI("baseline", "update", "--baseline", known, "--report", laterPath)
+	if code != 0 || !strings.Contains(errs, "1 kept, 1 removed, 1 added") {
+		t.Errorf("update: exit %d, %q", code, errs)
+	}
+	f, err := baseline.Load(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.IDs(), ","); got != "CORE-AUTH-002,CORE-AUTH-003" {
+		t.Errorf("updated ids %s", got)
+	}
+	for _, args := range [][]string{{"baseline", "prune", "--report", laterPath}, {"baseline", "update", "--baseline", known}, {"baseline", "write", "--report", laterPath, "--format", "yaml"}} {
+		if code, _, _ := runCLI(args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+	if _, _, errs := runCLI("baseline", "prnue"); !strings.Contains(errs, `did you mean "baseline prune"?`) {
+		t.Errorf("no suggestion for a mistyped subcommand: %q", errs)
+	}
+	if _, _, errs := runCLI("baseline", "write", "--reprot", laterPath); !strings.Contains(errs, "did you mean --report?") {
+		t.Errorf("no suggestion for a mistyped flag: %q", errs)
+	}
+}
+
 // --out FILE writes the diff as JSON whatever --format prints.
 func TestDiffOut(t *testing.T) {
 	dir := t.TempDir()

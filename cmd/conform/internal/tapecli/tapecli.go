@@ -90,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
-	return usage(stderr, fmt.Sprintf("unknown command %q: want diff or validate", args[0]), ExitError)
+	return usage(stderr, cli.UnknownCommand("command", args[0], []string{"diff", "validate"})+": want diff or validate", ExitError)
 }
 
 // shortUsage follows a usage error; `conform tape help` prints Usage.
@@ -275,9 +275,12 @@ type validated struct {
 type finding struct {
 	Severity string `json:"severity"` // error or warning
 	Code     string `json:"code"`
-	Line     int    `json:"line,omitempty"`
-	Seq      *int64 `json:"seq,omitempty"`
-	Message  string `json:"message"`
+	// Requirement is the spec 003 requirement the finding is about
+	// (internal/requirements/tapes.yaml), when it is about one.
+	Requirement string `json:"requirement,omitempty"`
+	Line        int    `json:"line,omitempty"`
+	Seq         *int64 `json:"seq,omitempty"`
+	Message     string `json:"message"`
 }
 
 type validation struct {
@@ -337,7 +340,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		if rep != nil {
 			v.Version, v.Records, v.Payloads, v.Dropped = rep.Header.Version, rep.Records, rep.Payloads, rep.Dropped
 			for _, f := range rep.Findings {
-				fmt.Fprintf(text, "%s: %s\n", p, f)
+				fmt.Fprintf(text, "%s: %s%s\n", p, f, reqTag(f.Code))
 				v.Findings = append(v.Findings, toFinding(f))
 			}
 			if rep.Dropped > 0 {
@@ -346,11 +349,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		}
 		switch {
 		case err != nil && unreadable(err):
-			fmt.Fprintf(text, "%s: unreadable: %v\n", p, err)
+			fmt.Fprintf(text, "%s: unreadable: %v%s\n", p, err, reqTag(errCode(err)))
 			v.Verdict, v.Error = VerdictUnreadable, errFinding(err)
 			code = ExitError
 		case err != nil:
-			fmt.Fprintf(text, "%s: invalid: %v\n", p, err)
+			fmt.Fprintf(text, "%s: invalid: %v%s\n", p, err, reqTag(errCode(err)))
 			v.Verdict, v.Error = VerdictInvalid, errFinding(err)
 			code = max(code, ExitInvalid)
 		case !rep.Valid():
@@ -382,8 +385,25 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// reqTag names the requirement a code is about, for the text output.
+func reqTag(c tape.Code) string {
+	if id := c.Requirement(); id != "" {
+		return " [" + id + "]"
+	}
+	return ""
+}
+
+// errCode is the code of a reading error.
+func errCode(err error) tape.Code {
+	var te *tape.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return tape.CodeIO
+}
+
 func toFinding(f tape.Finding) finding {
-	out := finding{Severity: "error", Code: string(f.Code), Line: f.Line, Message: f.Msg}
+	out := finding{Severity: "error", Code: string(f.Code), Requirement: f.Code.Requirement(), Line: f.Line, Message: f.Msg}
 	if f.Warning {
 		out.Severity = "warning"
 	}
@@ -397,7 +417,7 @@ func toFinding(f tape.Finding) finding {
 func errFinding(err error) *finding {
 	var te *tape.Error
 	if errors.As(err, &te) {
-		return &finding{Severity: "error", Code: string(te.Code), Line: te.Line, Message: te.Msg}
+		return &finding{Severity: "error", Code: string(te.Code), Requirement: te.Code.Requirement(), Line: te.Line, Message: te.Msg}
 	}
 	return &finding{Severity: "error", Code: string(tape.CodeIO), Message: err.Error()}
 }

@@ -45,7 +45,8 @@ func checkReport(t *testing.T, b []byte) *fidelity.Report {
 
 // TestDiffGolden runs diff over the golden pairs in every mode. Each row
 // says which modes find divergences; the pairs are built so that a looser
-// mode passes where a stricter one fails.
+// mode passes where a stricter one fails. The exit status is
+// RPLY-ORACLE-008: 2 with divergences, 0 without.
 func TestDiffGolden(t *testing.T) {
 	all := []fidelity.Mode{fidelity.ByteIdentical, fidelity.PhaseAware, fidelity.Semantic, fidelity.Outcome}
 	tests := []struct {
@@ -189,8 +190,10 @@ func TestValidate(t *testing.T) {
 		{[]string{tp("unknown-kind")}, ExitOK, []string{"warning: unknown_kind: line 3 (seq 1)", "valid"}},
 		{[]string{tp("cas-missing")}, ExitInvalid, []string{"error: cas_missing: line 2 (seq 0)", "invalid"}},
 		{[]string{tp("cas-corrupt")}, ExitInvalid, []string{"error: cas_corrupt", "bytes hash to"}},
-		{[]string{tp("inline-hash-mismatch")}, ExitInvalid, []string{"inline_hash_mismatch"}},
-		{[]string{tp("torn-line")}, ExitInvalid, []string{"invalid: ", "torn_line"}},
+		{[]string{tp("inline-hash-mismatch")}, ExitInvalid, []string{"inline_hash_mismatch", "[RPLY-TAPE-006]"}},
+		{[]string{tp("torn-line")}, ExitInvalid, []string{"invalid: ", "torn_line", "[RPLY-TAPE-001]"}},
+		{[]string{tp("seq-not-increasing")}, ExitInvalid, []string{"error: seq_not_increasing: line 4 (seq 1)", "[RPLY-TAPE-002]"}},
+		{[]string{tp("inline-too-large")}, ExitInvalid, []string{"error: inline_too_large: line 2 (seq 0)", "[RPLY-TAPE-005]"}},
 		{[]string{tp("newer-version")}, ExitError, []string{"unreadable", "version_unsupported"}},
 		{[]string{tp("no-such-tape")}, ExitError, []string{"unreadable", "io_error"}},
 		{[]string{tp("all-kinds"), tp("torn-line")}, ExitInvalid, []string{"all-kinds/run.tape: valid", "torn-line/run.tape: invalid"}},
@@ -232,9 +235,9 @@ func TestValidateJSONAndOut(t *testing.T) {
 			Verdict  string `json:"verdict"`
 			Records  int    `json:"records"`
 			Findings []struct {
-				Severity, Code string
-				Line           int
-				Seq            *int64
+				Severity, Code, Requirement string
+				Line                        int
+				Seq                         *int64
 			} `json:"findings"`
 			Error *struct{ Code string } `json:"error"`
 		} `json:"tapes"`
@@ -249,7 +252,7 @@ func TestValidateJSONAndOut(t *testing.T) {
 	if !uk.Valid || uk.Verdict != VerdictValid || len(uk.Findings) != 1 || uk.Findings[0].Severity != "warning" || uk.Findings[0].Code != "unknown_kind" || uk.Findings[0].Seq == nil {
 		t.Errorf("unknown-kind: %+v", uk)
 	}
-	if cm.Valid || cm.Verdict != VerdictInvalid || len(cm.Findings) == 0 || cm.Findings[0].Code != "cas_missing" {
+	if cm.Valid || cm.Verdict != VerdictInvalid || len(cm.Findings) == 0 || cm.Findings[0].Code != "cas_missing" || cm.Findings[0].Requirement != "RPLY-TAPE-005" {
 		t.Errorf("cas-missing: %+v", cm)
 	}
 	if nv.Valid || nv.Verdict != VerdictUnreadable || nv.Error == nil || nv.Error.Code != "version_unsupported" {

@@ -1,4 +1,4 @@
-package scenario
+package hook
 
 import (
 	"encoding/json"

@@ -1,8 +1,9 @@
-// Package scenario parses the conformance scenario language: a list of steps
-// carried in a task's metadata under "conform.scenario" that tells a harness
-// how to drive the task through its lifecycle, so a conformance suite can
-// reach every task state deterministically. docs/scenarios.md is the contract.
-package scenario
+package hook
+
+// The scenario language: a list of steps carried in a task's metadata under
+// "conform.scenario" that tells a harness how to drive the task through its
+// lifecycle, so a conformance suite can reach every task state
+// deterministically. docs/scenarios.md is the contract.
 
 import (
 	"bytes"

@@ -1,0 +1,9 @@
+package suggest
+
+import (
+	"testing"
+
+	"github.com/harn-conform/conform/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Main(m) }
