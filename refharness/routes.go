@@ -54,6 +54,10 @@ var (
 		Fails:     []string{"CORE-ERR-004"},
 		Tolerated: []string{"CORE-NEG-001"},
 		Why:       "the hostile-input pass sends malformed JSON to every Core write and sees the same 500 (CORE-NEG-001)"})
+	FaultIdempotencyScopeNoActor = declare(fault.Fault{Name: "idempotency-scope-without-actor",
+		Doc:   "the idempotency scope leaves out the actor: another actor's request with the same key, target and body is answered with the first actor's resource",
+		Fails: []string{"EXT-IDEM-005"},
+		Run:   fault.Actors})
 	FaultIdempotencyKeyLength = declare(fault.Fault{Name: "idempotency-key-length",
 		Doc:   "Idempotency-Key length is not checked (empty or >255 accepted)",
 		Warns: []string{"CORE-IDEM-006"}})
@@ -288,13 +292,17 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	s.mu.Lock()
 	var scope string
 	if useIdem {
-		scope = strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), r.Method, c.target, c.idem}, "\x00")
+		actor := c.actor
+		if s.opts.Faults.Has(FaultIdempotencyScopeNoActor) {
+			actor = "" // the fault: every actor shares one scope
+		}
+		scope = strings.Join([]string{actor, s.scopeWorkspace(c, rt), r.Method, c.target, c.idem}, "\x00")
 		if s.opts.Faults.Has(FaultIdempotencyIgnoresTarget) {
 			scope = c.actor + "\x00" + c.idem
 		}
 		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
 			s.mu.Unlock()
-			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) {
+			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) && !s.reuseReplays(rt) { // reuseReplays: personas.go
 				s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
 					Message: "Idempotency-Key was already used with a different request body", Param: "Idempotency-Key"})
 				return
@@ -315,6 +323,9 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		}
 	}
 	e = s.gateLocked(c, rt) // authz.go
+	if e == nil {
+		e = s.keyRefused(c, rt) // personas.go: a fault's refusal of the key
+	}
 	if e == nil {
 		e = s.answersLocked(r) // core.go: a transport's answer to a request that is no longer pending
 	}
