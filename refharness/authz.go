@@ -39,6 +39,10 @@ var (
 		Doc:   "a read-only actor's writes are carried out",
 		Fails: []string{"EXT-AUTHZ-001"},
 		Run:   fault.Actors})
+	FaultAuthzReadOnlyWritesMemories = declare(fault.Fault{Name: "authz-read-only-writes-memories",
+		Doc:   "a read-only actor's memory writes (create, delete) are carried out; its session, task and workspace writes are refused",
+		Fails: []string{"EXT-AUTHZ-001"},
+		Run:   fault.Actors})
 )
 
 // Authorization (EXT-AUTHZ-001, -002, -008, -009; docs/interpretations.md
@@ -290,6 +294,9 @@ func (s *Server) gateLocked(c *call, rt route) *apiError {
 func (s *Server) readOnlyLocked(c *call, write bool) *apiError {
 	if !write || !s.opts.ReadOnly[c.actor] || s.opts.Faults.Has(FaultAuthzReadOnlyWrites) {
 		return nil
+	}
+	if s.opts.Faults.Has(FaultAuthzReadOnlyWritesMemories) && strings.HasPrefix(c.target, "/v1/memories") {
+		return nil // the fault: the permission check was never added to the memory routes
 	}
 	return s.refusal(c, &apiError{Status: http.StatusForbidden, Code: "permission_denied",
 		Message: fmt.Sprintf("actor %s may read but not change resources (%s %s)", c.actor, c.r.Method, c.target)})

@@ -102,6 +102,19 @@ func init() {
 			}
 			return nil
 		},
+		FaultAuthzReadOnlyWritesMemories: func(p *probeEnv) error {
+			withActors(p.harness)
+			sess := p.sessionID()
+			if r := p.do("PATCH", "/v1/sessions/"+sess, map[string]any{"summary": "read-only"}, as(readOnlyKey)...); r.Code/100 == 2 {
+				return nil // every write is carried out: authz-read-only-writes's probe
+			}
+			ws := p.do("GET", "/v1/sessions/"+sess, nil).str("workspace_id")
+			r := p.do("POST", "/v1/memories", map[string]any{"scope": "workspace", "owner_id": ws, "content": "x", "provenance": map[string]any{"actor": "conform"}}, as(readOnlyKey)...)
+			if r.Code != 403 {
+				return fmt.Errorf("a read-only actor's POST /v1/memories: %d, want 403", r.Code)
+			}
+			return nil
+		},
 		FaultAuthzReadOnlyWrites: func(p *probeEnv) error {
 			withActors(p.harness)
 			sess := p.sessionID()

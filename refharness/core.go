@@ -277,7 +277,11 @@ func (s *Server) OpenStream(r *http.Request, authorization, version string) (*St
 	if !ok {
 		return nil, &Error{notFound("stream", r.URL.Path)}
 	}
-	req := r.Clone(r.Context())
+	way := streamByAuthFrame
+	if _, present := r.Header["Authorization"]; present {
+		way = streamByUpgrade
+	}
+	req := r.Clone(context.WithValue(r.Context(), streamWayKey{}, way)) // oauth.go
 	req.Method = http.MethodGet
 	req.Header = http.Header{}
 	if authorization != "" {

@@ -489,6 +489,15 @@ var probes = map[Fault]probe{
 		}
 		return nil
 	},
+	FaultIdempotencyScopeNoActor: func(p *probeEnv) error {
+		withActors(p.harness)
+		mine := p.do("POST", "/v1/workspaces", map[string]any{"name": "w", "root": "/"}, "Idempotency-Key", "two-actors").str("id")
+		theirs := p.do("POST", "/v1/workspaces", map[string]any{"name": "w", "root": "/"}, append(as(secondKey), "Idempotency-Key", "two-actors")...)
+		if id := theirs.str("id"); theirs.Code/100 != 2 || id == mine {
+			return fmt.Errorf("another actor's create with the same key and body: %d, workspace %q (the first actor's is %q), want a workspace of its own", theirs.Code, id, mine)
+		}
+		return nil
+	},
 	FaultMalformedJSONAs500: func(p *probeEnv) error {
 		return statusIs(p.do("POST", "/v1/workspaces", `{"name":`), 400, "malformed JSON")
 	},

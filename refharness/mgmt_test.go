@@ -88,7 +88,14 @@ var mgmtProbes = map[Fault]probe{
 	},
 	FaultVaultReadLeaks: func(p *probeEnv) error {
 		id := p.vault([]string{"use"}, map[string]any{"token": vaultCanary})
-		for _, path := range []string{"/v1/vaults/" + id, "/v1/vaults"} {
+		if r := p.do("GET", "/v1/vaults/"+id, nil); strings.Contains(string(r.Raw), vaultCanary) {
+			return fmt.Errorf("GET /v1/vaults/%s shows the secret", id)
+		}
+		return nil
+	},
+	FaultVaultListLeaksUnfiltered: func(p *probeEnv) error {
+		p.vault([]string{"use"}, map[string]any{"token": vaultCanary})
+		for _, path := range []string{"/v1/vaults", "/v1/vaults?limit=1"} {
 			if r := p.do("GET", path, nil); strings.Contains(string(r.Raw), vaultCanary) {
 				return fmt.Errorf("GET %s shows the secret", path)
 			}

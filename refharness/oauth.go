@@ -54,6 +54,21 @@ var (
 		Fails: []string{"EXT-OAUTH-001"},
 		Run:   fault.OAuth,
 		Says:  "stream"})
+	FaultOAuthExpiredOnWrites = declare(fault.Fault{Name: "oauth-expired-on-writes",
+		Doc:   "expired access tokens are accepted on REST writes (POST, PATCH, PUT, DELETE); reads, streams and WebSocket sessions refuse them",
+		Fails: []string{"EXT-OAUTH-004"},
+		Run:   fault.OAuth,
+		Says:  "an expired token"})
+	FaultOAuthWSUpgradeAudience = declare(fault.Fault{Name: "oauth-ws-upgrade-ignores-audience",
+		Doc:   "a WebSocket upgrade carrying an access token minted for another audience opens the session; REST, SSE and the auth frame refuse it",
+		Fails: []string{"EXT-OAUTH-003"},
+		Run:   fault.OAuth,
+		Says:  "WebSocket upgrade"})
+	FaultOAuthWSAuthFrameExpired = declare(fault.Fault{Name: "oauth-ws-auth-frame-accepts-expired",
+		Doc:   "a WebSocket auth frame carrying an expired access token opens the session; REST, SSE and the upgrade refuse it",
+		Fails: []string{"EXT-OAUTH-004"},
+		Run:   fault.OAuth,
+		Says:  "auth frame"})
 	FaultOAuthReadScopeWrites = declare(fault.Fault{Name: "oauth-read-scope-writes",
 		Doc:   "a resource's read scope also grants its writes (scopes should name resource actions)",
 		Warns: []string{"EXT-OAUTH-006"},
@@ -411,7 +426,10 @@ func (s *Server) bearerToken(r *http.Request, tok string) (actor string, e *apiE
 	if iss, _ := claims["iss"].(string); iss != base && !s.opts.Faults.Has(FaultOAuthIgnoresIssuer) {
 		return refuse("the access token was issued by an issuer this server does not trust")
 	}
-	if !audienceHas(claims["aud"], base+"/v1") && !s.opts.Faults.Has(FaultOAuthIgnoresAudience) {
+	way := streamWayOf(r) // "" for REST and SSE
+	write := way == "" && r.Method != http.MethodGet && r.Method != http.MethodHead
+	audienceIgnored := s.opts.Faults.Has(FaultOAuthIgnoresAudience) || s.opts.Faults.Has(FaultOAuthWSUpgradeAudience) && way == streamByUpgrade
+	if !audienceHas(claims["aud"], base+"/v1") && !audienceIgnored {
 		return refuse("the access token was issued for another audience")
 	}
 	exp, ok := claims["exp"].(json.Number)
@@ -423,7 +441,9 @@ func (s *Server) bearerToken(r *http.Request, tok string) (actor string, e *apiE
 	if !ok {
 		return refuse("the access token has no expiry (exp)")
 	}
-	if !s.clock().Before(time.Unix(expAt+tokenClockSkew, 0)) && !s.opts.Faults.Has(FaultOAuthAcceptsExpired) {
+	expiryIgnored := s.opts.Faults.Has(FaultOAuthAcceptsExpired) || s.opts.Faults.Has(FaultOAuthExpiredOnWrites) && write ||
+		s.opts.Faults.Has(FaultOAuthWSAuthFrameExpired) && way == streamByAuthFrame
+	if !s.clock().Before(time.Unix(expAt+tokenClockSkew, 0)) && !expiryIgnored {
 		return refuse("the access token has expired")
 	}
 	sub, _ := claims["sub"].(string)
@@ -449,6 +469,25 @@ func (s *Server) bearerToken(r *http.Request, tok string) (actor string, e *apiE
 		}
 	}
 	return sub, nil, true
+}
+
+// streamWay is how a WebSocket session's credential came (OpenStream):
+// on the upgrade (way a) or in the auth frame (way b); some faults act on
+// one way only.
+type streamWay string
+
+const (
+	streamByUpgrade   streamWay = "upgrade"
+	streamByAuthFrame streamWay = "auth frame"
+)
+
+type streamWayKey struct{}
+
+// streamWayOf is the way of a WebSocket session's request ("" for any
+// other request).
+func streamWayOf(r *http.Request) streamWay {
+	w, _ := r.Context().Value(streamWayKey{}).(streamWay)
+	return w
 }
 
 // audienceHas reports whether an aud claim (a string or an array of

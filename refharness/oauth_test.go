@@ -189,6 +189,32 @@ func streamStatus(h *harness, tok, path string) int {
 	return headStatus(h, tok, "GET", path, nil)
 }
 
+// wsRefuses opens a WebSocket session of the probe's session through the
+// core surface (OpenStream) with tok on the upgrade or, upgrade false, in
+// the auth frame, and wants 401. A target whose WebSocket takes any wrong
+// credential is left to its own probe.
+func wsRefuses(p *probeEnv, upgrade bool, tok, what string) error {
+	open := func(cred string) *Error {
+		r := httptest.NewRequest("GET", "http://example.com/v1/sessions/"+p.sessionID()+"/events/stream", nil)
+		if upgrade {
+			r.Header.Set("Authorization", cred)
+		}
+		_, e := p.s.OpenStream(r, cred, ProtocolVersion)
+		return e
+	}
+	if open("Bearer not-a-key-of-this-server") == nil {
+		return nil // any credential opens it: ws-upgrade-unauthenticated's probe
+	}
+	way := "in the auth frame"
+	if upgrade {
+		way = "on the upgrade"
+	}
+	if e := open("Bearer " + tok); e == nil || e.Status() != 401 {
+		return fmt.Errorf("%s %s opened a WebSocket session (%v), want 401", what, way, e)
+	}
+	return nil
+}
+
 // headOnly is a response writer that ends the request (its context) once
 // the status is written, so an endless stream answers a status and stops.
 type headOnly struct {
@@ -421,6 +447,40 @@ func init() {
 			return fmt.Errorf("a task stream with a token answered %d, want 200", code)
 		}
 		return nil
+	}
+	// The faults that accept a refused token on one path only: each probe
+	// sees its path refuse what the others refuse, and leaves a target that
+	// accepts the token everywhere (or any credential on the WebSocket) to
+	// the probes of those faults.
+	expired := func(p *probeEnv) string {
+		return p.mint(func(c map[string]any) {
+			c["exp"] = p.s.clock().Add(-time.Minute).Unix()
+			c["scope"] = "sessions:read sessions:write tasks:read events:read"
+		})
+	}
+	probes[FaultOAuthExpiredOnWrites] = func(p *probeEnv) error {
+		tok := expired(p)
+		if p.bearer(tok, "GET", "/v1/tasks", nil).Code != 401 {
+			return nil // accepted on reads too: oauth-accepts-expired's probe
+		}
+		if r := p.bearer(tok, "PATCH", "/v1/sessions/"+p.sessionID(), map[string]any{"summary": "x"}); r.Code != 401 {
+			return fmt.Errorf("an expired token: PATCH /v1/sessions/{id} answered %d, want 401 as GET /v1/tasks did", r.Code)
+		}
+		return nil
+	}
+	probes[FaultOAuthWSUpgradeAudience] = func(p *probeEnv) error {
+		tok := p.mint(func(c map[string]any) { c["aud"] = otherAudience; c["scope"] = "sessions:read events:read" })
+		if p.bearer(tok, "GET", "/v1/tasks", nil).Code != 401 {
+			return nil // accepted everywhere: oauth-ignores-audience's probe
+		}
+		return wsRefuses(p, true, tok, "a token for another audience")
+	}
+	probes[FaultOAuthWSAuthFrameExpired] = func(p *probeEnv) error {
+		tok := expired(p)
+		if p.bearer(tok, "GET", "/v1/tasks", nil).Code != 401 {
+			return nil
+		}
+		return wsRefuses(p, false, tok, "an expired token")
 	}
 	probes[FaultOAuthReadScopeWrites] = func(p *probeEnv) error {
 		tok := p.mint(func(c map[string]any) { c["scope"] = "sessions:read" })

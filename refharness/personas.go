@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/refharness/fault"
@@ -32,14 +33,24 @@ var (
 		Doc:   "tasks naming a Persona whose receipt_policy is required end without a receipt",
 		Fails: []string{"EXT-PERSONA-004"}})
 	FaultArtifactIdempotencyIgnored = declare(fault.Fault{Name: "artifact-idempotency-ignored",
-		Doc:   "POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact",
-		Fails: []string{"EXT-IDEM-001", "EXT-IDEM-004", "EXT-IDEM-005"}})
+		Doc:       "POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact",
+		Fails:     []string{"EXT-IDEM-001", "EXT-IDEM-006", "EXT-IDEM-007"},
+		Tolerated: []string{"EXT-IDEM-004"},
+		Why:       "a write that ignores the key also carries out the key reused with another body, which EXT-IDEM-004 wants refused"})
 	FaultExtIdempotencyIgnored = declare(fault.Fault{Name: "ext-idempotency-ignored",
-		Doc:   "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
-		Fails: []string{"EXT-IDEM-003", "EXT-IDEM-004", "EXT-IDEM-005"}})
+		Doc:       "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
+		Fails:     []string{"EXT-IDEM-003", "EXT-IDEM-006", "EXT-IDEM-007"},
+		Tolerated: []string{"EXT-IDEM-004"},
+		Why:       "a write that ignores the key also carries out the key reused with another body, which EXT-IDEM-004 wants refused"})
+	FaultExtIdempotencyKeyRefused = declare(fault.Fault{Name: "ext-idempotency-key-refused",
+		Doc:   "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
+		Fails: []string{"EXT-IDEM-003"}})
+	FaultArtifactReuseReplays = declare(fault.Fault{Name: "artifact-idempotency-reuse-replays",
+		Doc:   "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
+		Fails: []string{"EXT-IDEM-004"}})
 	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
 		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
-		Fails: []string{"EXT-IDEM-002", "EXT-IDEM-004", "EXT-IDEM-005"}})
+		Fails: []string{"EXT-IDEM-002", "EXT-IDEM-006", "EXT-IDEM-007"}})
 	FaultSkillSchemaNotObject = declare(fault.Fault{Name: "skill-schema-not-object",
 		Doc:   "skills render output_schema as a string, not a JSON Schema object or null",
 		Fails: []string{"EXT-SKILL-001"}})
@@ -50,7 +61,7 @@ var (
 	// Extended writes: extWriteRoutes.
 	FaultExtDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "ext-duplicate-on-concurrent-retry",
 		Doc:   "Extended writes look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all act; sequential retries work",
-		Fails: []string{"EXT-IDEM-004", "EXT-IDEM-005"}, Race: true})
+		Fails: []string{"EXT-IDEM-006", "EXT-IDEM-007"}, Race: true})
 )
 
 // extWriteRoutes are the Extended writes FaultExtDuplicateOnConcurrentRetry
@@ -322,6 +333,26 @@ func (s *Server) toolEffect(ctx context.Context, id string, st scenario.Step, ca
 	seq, err := s.commitLocked(cm)
 	s.mu.Unlock()
 	return err == nil && s.wait(seq) == nil
+}
+
+// keyRefused is FaultExtIdempotencyKeyRefused's answer to a write of
+// route rt that carries an Idempotency-Key (nil when it takes the key).
+func (s *Server) keyRefused(c *call, rt route) *apiError {
+	w := rt.method + " " + rt.pattern
+	if c.idem == "" || !s.opts.Faults.Has(FaultExtIdempotencyKeyRefused) ||
+		!slices.Contains([]string{"PATCH personas/{}", "PATCH workspaces/{}", "POST sessions/{}/fork"}, w) {
+		return nil
+	}
+	if _, _, found := s.findLocked(strings.Split(rt.pattern, "/")[0], c.params[0]); !found {
+		return nil // the handler's 404: the fault's check sits after the lookup
+	}
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_request", Message: c.r.Method + " " + c.target + " does not take an Idempotency-Key"}
+}
+
+// reuseReplays reports whether FaultArtifactReuseReplays makes route rt
+// replay a key's first answer to a request with another body.
+func (s *Server) reuseReplays(rt route) bool {
+	return s.opts.Faults.Has(FaultArtifactReuseReplays) && rt.method == http.MethodPost && rt.pattern == "artifacts"
 }
 
 // keyIgnored reports whether a fault makes route rt ignore Idempotency-Key.

@@ -149,6 +149,34 @@ func init() {
 			}
 			return nil
 		},
+		FaultExtIdempotencyKeyRefused: func(p *probeEnv) error {
+			id := p.mustOK(p.do("POST", "/v1/personas", personaBody(map[string]any{})), "create").str("id")
+			if r := p.do("PATCH", "/v1/personas/"+id, map[string]any{"description": "patched"}, "Idempotency-Key", "patch"); r.Code/100 != 2 {
+				return fmt.Errorf("a persona PATCH with an Idempotency-Key: %d, want 2xx", r.Code)
+			}
+			return nil
+		},
+		FaultArtifactReuseReplays: func(p *probeEnv) error {
+			msg := func(text string) map[string]any {
+				return map[string]any{"message": map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": text, "visibility": "public"}}}}
+			}
+			sess := p.sessionID()
+			p.do("POST", "/v1/sessions/"+sess+"/messages", msg("one"), "Idempotency-Key", "reuse")
+			if p.do("POST", "/v1/sessions/"+sess+"/messages", msg("two"), "Idempotency-Key", "reuse").Code != 409 {
+				return nil // no conflict anywhere: another probe's business
+			}
+			art := func(name string) map[string]any {
+				return map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public", "metadata": map[string]any{"name": name}}
+			}
+			a := p.do("POST", "/v1/artifacts", art("one"), "Idempotency-Key", "art").str("id")
+			if b := p.do("POST", "/v1/artifacts", art("one"), "Idempotency-Key", "art").str("id"); a == "" || a != b {
+				return nil // the key is ignored: artifact-idempotency-ignored's probe
+			}
+			if r := p.do("POST", "/v1/artifacts", art("two"), "Idempotency-Key", "art"); r.Code != 409 {
+				return fmt.Errorf("an artifact registration reusing a key with another body: %d, want 409", r.Code)
+			}
+			return nil
+		},
 		FaultApprovalIdempotencyIgnored: func(p *probeEnv) error {
 			if ws(p, "base").str("id") != ws(p, "base").str("id") {
 				return nil // no idempotency at all: another probe's business

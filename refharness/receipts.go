@@ -93,6 +93,9 @@ var (
 		Fails:     []string{"RCPT-REDACT-002"},
 		Tolerated: []string{"RCPT-FIX-001", "RCPT-REDACT-003"},
 		Why:       "the self-check key happens to have the sk- shape the secret scan knows (RCPT-REDACT-003); every receipt the verifier finds anything wrong with also fails the umbrella RCPT-FIX-001"})
+	FaultReceiptLeaksAPIKeyEncoded = declare(fault.Fault{Name: "receipt-leaks-api-key-base64",
+		Doc:   "receipts carry the API key of the task's creator base64-encoded in metadata (no credential-named member, no credential shape)",
+		Fails: []string{"RCPT-REDACT-002"}})
 	FaultReceiptIDMismatch = declare(fault.Fault{Name: "receipt-id-mismatch",
 		Doc:       "a receipt document's receipt_id is not the id it is served and referenced by",
 		Fails:     []string{"RCPT-SHAPE-006"},
@@ -591,12 +594,19 @@ func (s *Server) prepareReceipt(d *receiptDraft, t *Task, o *Outcome) (*receiptP
 	if thought := scenarioReasoning(t.Metadata); len(thought) > 0 && s.opts.Faults.Has(FaultReceiptLeaksReasoning) {
 		doc["model_route"].(map[string]any)["route_policy_reason"] = "the agent reasoned: " + strings.Join(thought, " ")
 	}
-	if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) {
+	if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) || s.opts.Faults.Has(FaultReceiptLeaksAPIKeyEncoded) {
 		for key, actor := range s.opts.APIKeys {
-			if actor == t.CreatedBy {
-				doc["metadata"].(map[string]any)["note"] = "issued for the client holding " + key
-				break
+			if actor != t.CreatedBy {
+				continue
 			}
+			if s.opts.Faults.Has(FaultReceiptLeaksAPIKey) {
+				doc["metadata"].(map[string]any)["note"] = "issued for the client holding " + key
+			} else {
+				// The same leak, spelled so that neither the member name nor
+				// the value's shape says "credential".
+				doc["metadata"].(map[string]any)["client_ref"] = base64.StdEncoding.EncodeToString([]byte(key))
+			}
+			break
 		}
 	}
 	signer, signers, err := s.receiptSigners()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harn-conform/conform/internal/receipt"
+	"github.com/harn-conform/conform/internal/redact"
 )
 
 // Probes of the receipt faults, registered with the others in faults_test.go.
@@ -279,6 +280,16 @@ var receiptProbes = map[Fault]probe{
 		}
 		if strings.Contains(string(raw), testKey) {
 			return errors.New("the receipt carries the API key")
+		}
+		return nil
+	},
+	FaultReceiptLeaksAPIKeyEncoded: func(p *probeEnv) error {
+		raw, err := p.firstReceipt()
+		if err != nil {
+			return err
+		}
+		if sp, ok := redact.Find(string(raw), testKey); ok && sp != "" {
+			return fmt.Errorf("the receipt carries the API key (%s)", sp)
 		}
 		return nil
 	},

@@ -58,6 +58,10 @@ var (
 		Fails:     []string{"CORE-ERR-004"},
 		Tolerated: []string{"CORE-NEG-001"},
 		Why:       "the hostile-input pass sends malformed JSON to every Core write and sees the same 500 (CORE-NEG-001)"})
+	FaultIdempotencyScopeNoActor = declare(fault.Fault{Name: "idempotency-scope-without-actor",
+		Doc:   "the idempotency scope leaves out the actor: another actor's request with the same key, target and body is answered with the first actor's resource",
+		Fails: []string{"EXT-IDEM-005"},
+		Run:   fault.Actors})
 	FaultIdempotencyKeyLength = declare(fault.Fault{Name: "idempotency-key-length",
 		Doc:   "Idempotency-Key length is not checked (empty or >255 accepted)",
 		Warns: []string{"CORE-IDEM-006"}})
@@ -327,7 +331,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		rec, ok := s.st.idem[scope]
 		s.mu.RUnlock()
 		if ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
-			s.answerRecorded(w, r, rec, fp)
+			s.answerRecorded(w, r, rt, rec, fp)
 			return
 		}
 	}
@@ -336,11 +340,14 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		scope = s.idemScope(c, rt)
 		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
 			s.mu.Unlock()
-			s.answerRecorded(w, r, rec, fp)
+			s.answerRecorded(w, r, rt, rec, fp)
 			return
 		}
 	}
 	e = s.gateLocked(c, rt) // authz.go
+	if e == nil {
+		e = s.keyRefused(c, rt) // personas.go: a fault's refusal of the key
+	}
 	if e == nil {
 		e = s.answersLocked(r) // core.go: a transport's answer to a request that is no longer pending
 	}
@@ -409,14 +416,18 @@ func (s *Server) idemScope(c *call, rt route) string {
 	if s.opts.Faults.Has(FaultIdempotencyIgnoresTarget) {
 		return c.actor + "\x00" + c.idem
 	}
-	return strings.Join([]string{c.actor, s.scopeWorkspace(c, rt), c.r.Method, c.target, c.idem}, "\x00")
+	actor := c.actor
+	if s.opts.Faults.Has(FaultIdempotencyScopeNoActor) {
+		actor = "" // the fault: every actor shares one scope
+	}
+	return strings.Join([]string{actor, s.scopeWorkspace(c, rt), c.r.Method, c.target, c.idem}, "\x00")
 }
 
 // answerRecorded answers a keyed write whose scope has a record: the first
 // response again for an equivalent body, 409 idempotency_key_reused for
 // another.
-func (s *Server) answerRecorded(w http.ResponseWriter, r *http.Request, rec *idemRecord, fp string) {
-	if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) {
+func (s *Server) answerRecorded(w http.ResponseWriter, r *http.Request, rt route, rec *idemRecord, fp string) {
+	if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) && !s.reuseReplays(rt) { // reuseReplays: personas.go
 		s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
 			Message: "Idempotency-Key was already used with a different request body", Param: "Idempotency-Key"})
 		return

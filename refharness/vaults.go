@@ -19,6 +19,9 @@ var (
 	FaultVaultReadLeaks = declare(fault.Fault{Name: "vault-read-leaks",
 		Doc:   "GET /v1/vaults/{id} shows the vault's stored secret values",
 		Fails: []string{"EXT-VAULT-002"}})
+	FaultVaultListLeaksUnfiltered = declare(fault.Fault{Name: "vault-list-leaks-unfiltered",
+		Doc:   "GET /v1/vaults without ?workspace_id= shows each vault's stored secret values (the filtered list and the read by id do not)",
+		Fails: []string{"EXT-VAULT-002"}})
 	FaultVaultSecretInEvent = declare(fault.Fault{Name: "vault-secret-in-event",
 		Doc:   "a use_vault_secret step's tool.requested event carries the secret value",
 		Fails: []string{"EXT-VAULT-003"}})
@@ -46,7 +49,18 @@ const (
 
 func (s *Server) listVaults(c *call) (any, *apiError) {
 	ws := c.q.Get("workspace_id")
-	return listPage(s, c, s.st.mg.vaults, func(v *Vault) bool { return eqOpt(v.WorkspaceID, ws) })
+	l, e := listPage(s, c, s.st.mg.vaults, func(v *Vault) bool { return eqOpt(v.WorkspaceID, ws) })
+	if e == nil && ws == "" && s.opts.Faults.Has(FaultVaultListLeaksUnfiltered) {
+		// The fault: the unfiltered list renders what the read by id keeps back.
+		for i, it := range l.Data {
+			v := it.(*Vault)
+			l.Data[i] = struct {
+				*Vault
+				Secrets map[string]string `json:"secrets"`
+			}{v, s.st.mg.secrets[v.ID]}
+		}
+	}
+	return l, e
 }
 
 func (s *Server) getVault(c *call) (any, *apiError) {

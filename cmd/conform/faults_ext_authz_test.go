@@ -65,8 +65,10 @@ func authzJudged(t *testing.T, r *reports.Report) {
 
 var authzReqs = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
 
-// extAuthzAreas are the requirements these rows prove.
-var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009"}
+// extAuthzAreas are the requirements these rows prove: authorization, and
+// the idempotency scope's actor (EXT-IDEM-005), which also needs the second
+// actor's key.
+var extAuthzAreas = []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009", "EXT-IDEM-005"}
 
 func init() {
 	planProofs("TestExtAuthzCleanAndUnverified", func() []proofJob {
@@ -123,4 +125,29 @@ func TestExtAuthzCleanAndUnverified(t *testing.T) {
 			}
 		})
 	}
+}
+
+func init() {
+	planProofs("TestGenericRouterWithActorsPasses", func() []proofJob {
+		return []proofJob{{spec: wrapped("generic-router"), levels: "extended", extra: actorArgs}}
+	})
+}
+
+// The generated negative probes weigh a refusal that looks like a missing
+// route by evidence (docs/interpretations.md#generated-probes): a target
+// that leaves optional routes out and answers every route it does not serve
+// 404 resource_not_found (wire variant generic-router) passes Extended with
+// the further actors' keys, and the read-only actor's writes are judged
+// where the target serves them.
+func TestGenericRouterWithActorsPasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite")
+	}
+	startProofs(t)
+	t.Parallel()
+	_, r, _ := proof(t, "generic-router", wrapped("generic-router"), "extended", actorArgs...)
+	if bad := append(append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...), verdicts(r, reports.Warn)...); len(bad) > 0 {
+		t.Errorf("generic-router is legal but the suite reports %v: %s", bad, messages(r, bad))
+	}
+	authzJudged(t, r)
 }

@@ -3,7 +3,6 @@ package check
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -430,32 +429,30 @@ func joinFindings(fs []receipt.Finding) string {
 	return strings.Join(parts, "; ")
 }
 
-// NoCanary checks that body does not hold the canary value, as written or
-// in base64 (what a careless issuer would inline as replay bytes). The
-// message never repeats the canary.
+// NoCanary checks that body does not hold the canary value in any spelling
+// (SecretSpelled: as written, escaped, base64 as a careless issuer would
+// inline replay bytes, hex, URL-encoded). The message never repeats the
+// canary.
 func NoCanary(where string, body []byte, canary string) error {
 	if canary == "" {
 		return nil
 	}
-	for _, form := range []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), base64.RawURLEncoding.EncodeToString([]byte(canary))} {
-		if i := bytes.Index(body, []byte(form)); i >= 0 {
-			return fmt.Errorf("%s carries the canary secret the task used (at byte %d of %d)", where, i, len(body))
-		}
+	if sp := SecretSpelled(string(body), canary); sp != "" {
+		return fmt.Errorf("%s carries the canary secret the task used (%s)", where, sp)
 	}
 	return nil
 }
 
 // NoReasoning checks that a receipt (or any document, body) does not carry
-// thought, the hidden reasoning a task's agent thought (a canary), as
-// written or base64-encoded (RCPT-REDACT-004, RPLY-DELTA-006).
+// thought, the hidden reasoning a task's agent thought (a canary), in any
+// spelling (SecretSpelled: as written, escaped, base64, hex, URL-encoded)
+// (RCPT-REDACT-004, RPLY-DELTA-006). The message never repeats it.
 func NoReasoning(where string, body []byte, thought string) error {
 	if thought == "" {
 		return nil
 	}
-	for _, form := range []string{thought, base64.StdEncoding.EncodeToString([]byte(thought)), base64.RawURLEncoding.EncodeToString([]byte(thought))} {
-		if i := bytes.Index(body, []byte(form)); i >= 0 {
-			return fmt.Errorf("%s carries the hidden reasoning the agent thought (at byte %d of %d): receipts may describe decisions, never reveal private reasoning", where, i, len(body))
-		}
+	if sp := SecretSpelled(string(body), thought); sp != "" {
+		return fmt.Errorf("%s carries the hidden reasoning the agent thought (%s): receipts may describe decisions, never reveal private reasoning", where, sp)
 	}
 	return nil
 }

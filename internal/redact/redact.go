@@ -3,9 +3,8 @@
 package redact
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -19,10 +18,18 @@ const Marker = "[REDACTED]"
 var sensitiveHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
 
 // Redactor replaces known secret values (and their JSON- and URL-escaped
-// spellings) with Marker. The zero value and nil redact headers only. It is
-// safe for concurrent use; Add extends it while others read.
+// spellings, and runs of base64 or hex that decode to one: spell.go) with
+// Marker. The zero value and nil redact headers only. It is safe for
+// concurrent use; Add extends it while others read.
 type Redactor struct {
-	forms atomic.Pointer[[]string] // longest first, so a secret containing another is replaced whole
+	set atomic.Pointer[secretSet]
+}
+
+// secretSet is what a Redactor knows, replaced whole by Add.
+type secretSet struct {
+	forms   []string    // the spellings String replaces (all but the two-layer ones), longest first, so a secret containing another is replaced whole
+	secrets []string    // the values as given
+	spells  [][]spelled // per secret, its spellings (spell.go)
 }
 
 // minSecretLen keeps trivially short values (which would shred unrelated
@@ -40,51 +47,68 @@ func New(secrets ...string) *Redactor {
 // (OAuth2 access tokens). What was written before is not rewritten.
 func (r *Redactor) Add(secrets ...string) {
 	for {
-		old := r.forms.Load()
-		var forms []string
+		old := r.set.Load()
+		next := &secretSet{}
 		seen := map[string]bool{}
 		if old != nil {
-			forms = append(forms, *old...)
-			for _, f := range forms {
+			next.forms = append(next.forms, old.forms...)
+			next.secrets = append(next.secrets, old.secrets...)
+			for _, f := range next.forms {
 				seen[f] = true
 			}
 		}
-		n := len(forms)
+		next.spells = append(next.spells, old.spellsOrNil()...)
+		n := len(next.secrets)
 		for _, s := range secrets {
-			if len(s) < minSecretLen {
+			if len(s) < minSecretLen || slices.Contains(next.secrets, s) {
 				continue
 			}
-			j, _ := json.Marshal(s)
-			for _, f := range []string{s, string(j[1 : len(j)-1]), url.QueryEscape(s), url.PathEscape(s)} {
-				if !seen[f] {
-					seen[f] = true
-					forms = append(forms, f)
+			sp := spellings(s)
+			next.secrets = append(next.secrets, s)
+			next.spells = append(next.spells, sp)
+			for _, f := range sp {
+				if strings.Contains(f.spelling, " of ") {
+					continue // two layers deep: Find's, not the scrubbing's
+				}
+				if !seen[f.form] {
+					seen[f.form] = true
+					next.forms = append(next.forms, f.form)
 				}
 			}
 		}
-		if len(forms) == n && old != nil {
+		if len(next.secrets) == n && old != nil {
 			return
 		}
-		sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-		if r.forms.CompareAndSwap(old, &forms) {
+		sort.SliceStable(next.forms, func(i, j int) bool { return len(next.forms[i]) > len(next.forms[j]) })
+		if r.set.CompareAndSwap(old, next) {
 			return
 		}
 	}
 }
 
-func (r *Redactor) list() []string {
-	if p := r.forms.Load(); p != nil {
-		return *p
+func (s *secretSet) spellsOrNil() [][]spelled {
+	if s == nil {
+		return nil
 	}
-	return nil
+	return s.spells
 }
 
-// String returns s with every secret replaced.
+func (r *Redactor) load() *secretSet {
+	if p := r.set.Load(); p != nil {
+		return p
+	}
+	return &secretSet{}
+}
+
+// String returns s with every secret replaced, in every spelling Find
+// knows but the %XX-decoding of text (an encoded secret's characters that
+// are its own are replaced; the one or two a blob's neighbouring bytes
+// share stay).
 func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, f := range r.list() {
+	for _, f := range r.load().forms {
 		if strings.Contains(s, f) {
 			s = strings.ReplaceAll(s, f, Marker)
 		}
@@ -124,16 +148,20 @@ func (r *Redactor) Header(h http.Header) http.Header {
 	return out
 }
 
-// Contains reports whether s holds any secret in any spelling; the canary
-// tests and the "key never echoed" checks use it.
+// Contains reports whether s holds any secret in any spelling Find knows
+// (encoded ones included); the canary tests and the "key never echoed"
+// checks use it.
 func (r *Redactor) Contains(s string) bool {
+	_, ok := r.Find(s)
+	return ok
+}
+
+// Find is Contains saying how the secret is spelled ("" as written, else
+// the encodings, as Find names them). It never says which secret.
+func (r *Redactor) Find(s string) (spelling string, ok bool) {
 	if r == nil {
-		return false
+		return "", false
 	}
-	for _, f := range r.list() {
-		if strings.Contains(s, f) {
-			return true
-		}
-	}
-	return false
+	_, spelling, ok = findIn(s, r.load().spells)
+	return spelling, ok
 }

@@ -3,6 +3,7 @@ package wrapfault
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -254,16 +255,35 @@ func init() {
 			eachObject(v, "artifact", func(m map[string]any) { m["receipt_id"] = nil })
 		}))
 
-	// Legal: the protocol does not define trust_anchor and at_time. Without
-	// the conform extension the invalid direction cannot be asked for.
+	// Legal: the protocol does not define what trust_anchor and at_time
+	// mean. Without the conform extension the invalid direction cannot be
+	// asked for. The variant ignores the members' values, not their shape:
+	// a request the OpenAPI document declares invalid is still refused
+	// (RCPT-NEG-001), as the Harness refuses it.
 	wireVariant(fault.Variant{Name: "verify-ignores-request",
-		Doc:        "the verify API ignores trust_anchor and at_time, and the conform verify extension is not advertised",
+		Doc:        "the verify API ignores the values of trust_anchor and at_time (an invalid request is still refused), and the conform verify extension is not advertised",
 		Level:      "receipts",
 		Unverified: []string{"RCPT-VERIFY-002"}},
 		plain(func(next http.Handler) http.Handler {
 			hide := discovery(func(caps map[string]any) { delete(caps, refharness.VerifySubmittedCapability) })(next)
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, "/verify") && r.Body != nil {
+					body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+					if err != nil {
+						http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+						return
+					}
+					// The Harness judges the request as sent; a refusal stands.
+					probe := r.Clone(r.Context())
+					probe.Body = io.NopCloser(bytes.NewReader(body))
+					rec := httptest.NewRecorder()
+					hide.ServeHTTP(rec, probe)
+					if rec.Code >= 400 {
+						maps.Copy(w.Header(), rec.Header())
+						w.WriteHeader(rec.Code)
+						w.Write(rec.Body.Bytes())
+						return
+					}
 					r = r.Clone(r.Context())
 					r.Body = io.NopCloser(strings.NewReader(`{}`))
 					r.ContentLength = 2

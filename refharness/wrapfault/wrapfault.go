@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -190,7 +191,10 @@ func discovery(f func(caps map[string]any)) func(http.Handler) http.Handler {
 // setupRequest sends one request with the key straight to the harness.
 func setupRequest(next http.Handler, env Env, method, path, body string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	// The path may come from a hostile request (an id with spaces or
+	// percent signs): escape it, as httptest.NewRequest panics on a
+	// request line it cannot parse.
+	req := httptest.NewRequest(method, (&url.URL{Path: path}).EscapedPath(), strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+env.APIKey)
 	req.Header.Set(refharness.VersionHeader, refharness.ProtocolVersion)
 	next.ServeHTTP(rec, req)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -63,7 +64,8 @@ var _ = Describe("Authorization between actors", func() {
 			bAuth := "Bearer " + second
 			keyWorks(ctx, bAuth, "the second API key", remedySecondKey)
 			fx := actorFixtures(ctx)
-			before := fxSnapshot(ctx, fx)
+			marker := suite.Key("conform-refused")
+			before := effectsOf(ctx, fx)
 			var refusals []*client.Response
 
 			// B's own work: its workspace, session and task (created_by).
@@ -82,7 +84,7 @@ var _ = Describe("Authorization between actors", func() {
 			// the same operation naming an id that does not exist.
 			probed := 0
 			var missing, unoffered []string
-			for _, p := range idProbes(fx, bWSID) {
+			for _, p := range idProbes(fx, marker) {
 				if p.real == nil {
 					missing = append(missing, p.op.ID)
 					continue
@@ -111,7 +113,7 @@ var _ = Describe("Authorization between actors", func() {
 			}
 
 			// Nothing B tried changed A's resources.
-			suite.Check(reqAuthzMembership, fxUnchanged(ctx, fx, before))
+			suite.Check(reqAuthzMembership, check.NoEffect("requests refused to the second actor", before, effectsOf(ctx, fx), marker))
 
 			// B's lists, unfiltered and filtered by A's workspace, and the
 			// global event stream never show A's resources.
@@ -127,7 +129,7 @@ var _ = Describe("Authorization between actors", func() {
 			suite.Check(reqAuthzNoSecret, refusalsClean(refusals, fx.canary, bogus))
 		})
 
-	It("refuses every write of an actor that may only read, with 403 permission_denied and no effect",
+	It("refuses every write of the OpenAPI to an actor that may only read, with 403 permission_denied and no effect",
 		suite.Req(reqAuthzPermission, reqAuthzNoSecret), func(ctx SpecContext) {
 			ro := suite.Env().Config.ReadOnlyAPIKey
 			if ro == "" {
@@ -135,44 +137,52 @@ var _ = Describe("Authorization between actors", func() {
 			}
 			rAuth := "Bearer " + ro
 			keyWorks(ctx, rAuth, "the read-only API key", remedyReadOnlyKey)
-			ws := ownWorkspace(ctx, reqAuthzPermission)
-			sess := newSession(ctx, ws, reqAuthzPermission)
-			task := submitText(ctx, sess, "read-only fixture", reqAuthzPermission)
-			tm, _ := task.Object()
-			taskID, _ := tm["id"].(string)
-			if task.Status != http.StatusAccepted || taskID == "" {
-				suite.Unverified(fmt.Sprintf("setting up a task: %s, want 202", task), "make task submit work (Core)")
-			}
-			if waitTerminal(ctx, taskID) == nil {
-				suite.Unverified(fmt.Sprintf("task %s did not end within --task-timeout", taskID), suite.RemedyAgentEnds)
-			}
+			fx := actorFixtures(ctx)
 			// The control: the read-only actor reads the first key's session,
 			// so its refusals below are about permission, not visibility.
-			read := asActor(ctx, rAuth, client.Request{Path: "/v1/sessions/" + client.Seg(sess)})
+			read := asActor(ctx, rAuth, client.Request{Path: "/v1/sessions/" + client.Seg(fx.ids["session_id"])})
 			if read.Status != http.StatusOK {
 				suite.Unverified(fmt.Sprintf("%s with the read-only key: status %d, want 200: its actor must be able to read the first key's resources for its refused writes to be about permission", read, read.Status), remedyReadOnlyKey)
 			}
-			fx := actorFx{ids: map[string]string{"session_id": sess, "task_id": taskID, "workspace_id": ws}, workspace: ws}
-			before := fxSnapshot(ctx, fx)
-			writes := []client.Request{
-				{Method: http.MethodPost, Path: "/v1/sessions", Body: map[string]any{"workspace_id": ws}},
-				{Method: http.MethodPatch, Path: "/v1/sessions/" + client.Seg(sess), Body: map[string]any{"summary": "written by a read-only actor"}},
-				{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/messages", Body: map[string]any{"message": userMessage("read-only")}},
-				{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("read-only")},
-				{Method: http.MethodPost, Path: "/v1/tasks", Body: withSession(echoTask("read-only"), sess)},
-				{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/fork", Body: map[string]any{}},
-				{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/close"},
-				{Method: http.MethodPatch, Path: "/v1/workspaces/" + client.Seg(ws), Body: map[string]any{"name": "renamed by a read-only actor"}},
-			}
+			// Every write of the document (probes.go), addressed at the first
+			// key's resources with a valid body carrying the marker.
+			marker := suite.Key("conform-refused")
+			before := effectsOf(ctx, fx)
 			var refusals []*client.Response
-			for _, w := range writes {
-				w.IdempotencyKey = suite.Key("authz-ro")
-				resp := asActor(ctx, rAuth, w)
+			var missing, unoffers []string
+			judged := 0
+			for _, op := range documentOps(writeOp) {
+				p := address(op, fx.ids, marker)
+				if len(p.missing) > 0 {
+					missing = append(missing, op.ID)
+					continue
+				}
+				if op.Idempotent {
+					p.req.IdempotencyKey = suite.Key("authz-ro")
+				}
+				resp := sendOp(ctx, p, rAuth, "authorization: a write of an actor that may only read")
 				refusals = append(refusals, resp)
-				suite.Check(reqAuthzPermission, check.Refused(resp, []int{http.StatusForbidden}, "permission_denied"))
+				if unoffered(ctx, p, rAuth, resp) {
+					unoffers = append(unoffers, fmt.Sprintf("%s (%d)", op.ID, resp.Status))
+					continue
+				}
+				judged++
+				if err := check.Refused(resp, []int{http.StatusForbidden}, "permission_denied"); err != nil {
+					suite.Check(reqAuthzPermission, fmt.Errorf("%s, a write of the read-only actor: %w", op.ID, err))
+				}
 			}
-			suite.Check(reqAuthzPermission, fxUnchanged(ctx, fx, before))
-			suite.Check(reqAuthzNoSecret, refusalsClean(refusals, "", ""))
+			if len(missing) > 0 {
+				suite.Note(fmt.Sprintf("%s: %d writes were not probed for want of a resource of that kind (the target made none for the first key): %s",
+					reqAuthzPermission, len(missing), strings.Join(missing, ", ")))
+			}
+			if len(unoffers) > 0 {
+				suite.Note(fmt.Sprintf("%s: the target does not offer %s, so they were not judged", reqAuthzPermission, strings.Join(unoffers, ", ")))
+			}
+			if judged == 0 {
+				suite.NothingToCheck(reqAuthzPermission, "no write of the OpenAPI could be probed", remedyReadOnlyKey)
+			}
+			suite.Check(reqAuthzPermission, check.NoEffect("writes refused to the read-only actor", before, effectsOf(ctx, fx), marker))
+			suite.Check(reqAuthzNoSecret, refusalsClean(refusals, fx.canary, ""))
 		})
 })
 
@@ -221,11 +231,6 @@ func createdOrUnverified(resp *client.Response, what string) string {
 
 func userMessage(text string) map[string]any {
 	return map[string]any{"role": "user", "parts": []any{map[string]any{"type": "text", "text": text, "visibility": "public"}}}
-}
-
-func withSession(body map[string]any, sess string) map[string]any {
-	body["session_id"] = sess
-	return body
 }
 
 // actorFixtures makes one resource of each kind the first key can make: a
@@ -290,63 +295,10 @@ func actorFixtures(ctx context.Context) actorFx {
 	return fx
 }
 
-// fxState is what refused writes must leave as it was.
-type fxSnap struct {
-	objs  map[string]map[string]any
-	tasks []string
-	msgs  []string
-}
-
-func fxSnapshot(ctx context.Context, fx actorFx) fxSnap {
-	GinkgoHelper()
-	s := fxSnap{objs: map[string]map[string]any{}}
-	for _, p := range []string{"/v1/workspaces/" + client.Seg(fx.workspace), "/v1/sessions/" + client.Seg(fx.ids["session_id"]), "/v1/tasks/" + client.Seg(fx.ids["task_id"])} {
-		s.objs[p] = readObj(ctx, p)
-	}
-	for _, id := range []string{fx.ids["persona_id"], fx.ids["memory_id"]} {
-		if id == "" {
-			continue
-		}
-		p := "/v1/personas/" + client.Seg(id)
-		if id == fx.ids["memory_id"] {
-			p = "/v1/memories/" + client.Seg(id)
-		}
-		s.objs[p] = readObj(ctx, p)
-	}
-	tasks, _, _ := listAll(ctx, "/v1/sessions/"+client.Seg(fx.ids["session_id"])+"/tasks", nil, suite.SpecReqs()...)
-	s.tasks = ids(tasks)
-	msgs, _, _ := listAll(ctx, "/v1/sessions/"+client.Seg(fx.ids["session_id"])+"/messages", nil, suite.SpecReqs()...)
-	s.msgs = ids(msgs)
-	return s
-}
-
-// fxUnchanged compares the first key's resources before and after the
-// other actor's refused attempts.
-func fxUnchanged(ctx context.Context, fx actorFx, before fxSnap) error {
-	GinkgoHelper()
-	after := fxSnapshot(ctx, fx)
-	var errs []string
-	paths := make([]string, 0, len(before.objs))
-	for p := range before.objs {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		if err := check.Unchanged(p, before.objs[p], after.objs[p], "name", "state", "status", "summary", "updated_at", "metadata", "content", "transcript"); err != nil && before.objs[p] != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if !slices.Equal(before.tasks, after.tasks) {
-		errs = append(errs, fmt.Sprintf("session %s listed tasks %v before and %v after", fx.ids["session_id"], before.tasks, after.tasks))
-	}
-	if !slices.Equal(before.msgs, after.msgs) {
-		errs = append(errs, fmt.Sprintf("session %s listed messages %v before and %v after", fx.ids["session_id"], before.msgs, after.msgs))
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("writes another actor was refused changed the first key's resources: %s", strings.Join(errs, "; "))
-	}
-	return nil
-}
+// bodyRefs are the body members that name a resource, with the fixture
+// (path parameter) they name.
+var bodyRefs = map[string]string{"workspace_id": "workspace_id", "session_id": "session_id", "task_id": "task_id", "owner_id": "workspace_id",
+	"persona_id": "persona_id", "branch_id": "branch_id", "parent_task_id": "task_id"}
 
 // idProbe is one operation naming A's resources, and the same operation
 // naming ids that do not exist.
@@ -360,8 +312,9 @@ type idProbe struct {
 
 // idProbes lists every non-public operation of the OpenAPI whose path
 // names a resource (skills are the Harness's, not an actor's), and the
-// writes whose body names A's workspace or session.
-func idProbes(fx actorFx, bWS string) []idProbe {
+// writes whose body names A's workspace or session; bodies are the
+// generated probes' (probes.go), carrying marker.
+func idProbes(fx actorFx, marker string) []idProbe {
 	GinkgoHelper()
 	doc, err := openapi.Default()
 	if err != nil {
@@ -383,7 +336,10 @@ func idProbes(fx actorFx, bWS string) []idProbe {
 			realPath = strings.ReplaceAll(realPath, "{"+name+"}", client.Seg(id))
 			fakePath = strings.ReplaceAll(fakePath, "{"+name+"}", client.Seg(suite.Key("conform-missing")))
 		}
-		body := authzBody(op, bWS)
+		var body any
+		if op.HasBody {
+			body = opBody(op.ID, fx.ids, marker)
+		}
 		p.fake = client.Request{Method: op.Method, Path: fakePath, Body: body}
 		if slices.Contains(op.QueryParams, "path") {
 			p.fake.Query = url.Values{"path": {"conform-authz.txt"}} // the workspace file routes name a file
@@ -401,70 +357,29 @@ func idProbes(fx actorFx, bWS string) []idProbe {
 		}
 		out = append(out, p)
 	}
-	// Writes whose body names A's resource, against the same body naming
-	// ids that do not exist.
+	// The writes whose body names A's resource (every write of the
+	// document without a path parameter whose generated body names one),
+	// against the same body naming an id that does not exist.
 	missing := suite.Key("conform-missing")
-	for _, b := range []struct {
-		id, field string
-		req       client.Request
-	}{
-		{"createSession", "workspace_id", client.Request{Method: http.MethodPost, Path: "/v1/sessions", Body: map[string]any{"workspace_id": fx.workspace}}},
-		{"submitTask", "session_id", client.Request{Method: http.MethodPost, Path: "/v1/tasks", Body: withSession(echoTask("authz probe"), fx.ids["session_id"])}},
-		{"registerArtifact", "session_id", client.Request{Method: http.MethodPost, Path: "/v1/artifacts",
-			Body: map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public", "session_id": fx.ids["session_id"]}}},
-		{"createMemory", "owner_id", client.Request{Method: http.MethodPost, Path: "/v1/memories",
-			Body: map[string]any{"scope": "workspace", "owner_id": fx.workspace, "content": "authz probe", "provenance": map[string]any{"actor": "conform"}}}},
-	} {
-		real := b.req
-		real.IdempotencyKey = suite.Key("authz")
-		fake := b.req
-		fake.IdempotencyKey = suite.Key("authz")
-		fb := map[string]any{}
-		for k, v := range b.req.Body.(map[string]any) {
-			fb[k] = v
+	for _, op := range documentOps(func(op openapi.Operation) bool { return writeOp(op) && op.HasBody && len(op.PathParams) == 0 }) {
+		body, _ := opBody(op.ID, fx.ids, marker).(map[string]any)
+		for _, field := range slices.Sorted(maps.Keys(body)) {
+			param, names := bodyRefs[field]
+			id, _ := body[field].(string)
+			if !names || id == "" || id != fx.ids[param] {
+				continue
+			}
+			real := client.Request{Method: op.Method, Path: op.Template, Body: body, IdempotencyKey: suite.Key("authz")}
+			fake := real
+			fake.IdempotencyKey = suite.Key("authz")
+			fb := maps.Clone(body)
+			fb[field] = missing
+			fake.Body = fb
+			out = append(out, idProbe{op: openapi.Operation{ID: op.ID + " (" + field + ")", Method: op.Method}, what: "the first key's " + field + " in the body",
+				real: &real, fake: fake, sent: []string{id}})
 		}
-		fb[b.field] = missing
-		fake.Body = fb
-		out = append(out, idProbe{op: openapi.Operation{ID: b.id + " (" + b.field + ")", Method: b.req.Method}, what: "the first key's " + b.field + " in the body",
-			real: &real, fake: fake, sent: []string{b.req.Body.(map[string]any)[b.field].(string)}})
 	}
 	return out
-}
-
-// authzBody is a valid body for a write naming a resource in its path (a
-// target that validated bodies first would otherwise refuse it for the
-// body, before looking at the resource).
-func authzBody(op openapi.Operation, bWS string) any {
-	if !op.HasBody {
-		return nil
-	}
-	switch op.ID {
-	case "updateSession":
-		return map[string]any{"metadata": map[string]any{"conform.probe": "authz"}}
-	case "updateWorkspace":
-		return map[string]any{"name": "renamed by another actor"}
-	case "updatePersona":
-		return map[string]any{"description": "changed by another actor"}
-	case "truncateSession":
-		return map[string]any{"keep_first": 0}
-	case "submitSessionTask":
-		return echoTask("authz probe")
-	case "appendSessionMessage":
-		return map[string]any{"message": userMessage("another actor's message")}
-	case "appendTaskMessage":
-		return map[string]any{"kind": "input", "message": userMessage("another actor's input")}
-	case "createSessionBranch":
-		return map[string]any{"kind": "session", "base_ref": "main"}
-	case "cancelTask":
-		return map[string]any{"reason": "another actor"}
-	case "replayTask":
-		return map[string]any{"mode": "exact"}
-	case "writeWorkspaceFile":
-		return map[string]any{"path": "conform-authz.txt", "content": "written by another actor"}
-	case "respondPermissionRequest":
-		return map[string]any{"decision": "approve"}
-	}
-	return map[string]any{}
 }
 
 // refusedToOther judges B's answer for A's resource: refused with 403 or
@@ -601,8 +516,10 @@ func listsHide(ctx context.Context, bAuth string, fx actorFx) error {
 	return nil
 }
 
+// cursorParam is the query parameter a list pages by: event lists page by
+// after_event_id, the others by cursor.
 func cursorParam(path string) string {
-	if path == "/v1/events" {
+	if strings.HasSuffix(path, "/events") {
 		return "after_event_id"
 	}
 	return "cursor"
@@ -683,8 +600,8 @@ func refusalsClean(resps []*client.Response, canary, bogus string) error {
 		for _, n := range names {
 			v := secrets[n]
 			for where, text := range map[string]string{"body": string(r.Body), "headers": head.String()} {
-				if strings.Contains(text, v) {
-					errs = append(errs, fmt.Sprintf("%s carries %s in its %s", r, n, where))
+				if sp := check.SecretSpelled(text, v); sp != "" {
+					errs = append(errs, fmt.Sprintf("%s carries %s in its %s (%s)", r, n, where, sp))
 				}
 			}
 		}

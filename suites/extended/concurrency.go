@@ -21,14 +21,14 @@ import (
 
 // The Extended concurrency checks (issue 23, docs/concurrency.md): every
 // Extended write retried --concurrency ways at once with one
-// Idempotency-Key (EXT-IDEM-004, -005), one write sent at once over REST
+// Idempotency-Key (EXT-IDEM-006, -007), one write sent at once over REST
 // and as its WebSocket command (EXT-WS-016), and WebSocket sessions
 // opened at once while clients append (EXT-WS-017). Rounds, verdicts and
 // reports as in the Core checks (suites/core/concurrency.go).
 
 const (
-	reqExtRaceSame = "EXT-IDEM-004"
-	reqExtRaceDiff = "EXT-IDEM-005"
+	reqExtRaceSame = "EXT-IDEM-006"
+	reqExtRaceDiff = "EXT-IDEM-007"
 	reqWSMixed     = "EXT-WS-016"
 	reqWSFanOut    = "EXT-WS-017"
 )

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -11,11 +12,28 @@ import (
 
 	"github.com/harn-conform/conform/internal/check"
 	"github.com/harn-conform/conform/internal/client"
+	"github.com/harn-conform/conform/internal/openapi"
 	"github.com/harn-conform/conform/internal/suite"
 )
 
-// Idempotency of Extended writes (EXT-IDEM-002, EXT-IDEM-003; EXT-IDEM-001
-// is in artifacts.go).
+// Idempotency of Extended writes (EXT-IDEM-002…005; EXT-IDEM-001 is in
+// artifacts.go). EXT-IDEM-004 and -005 are generated probes (probes.go):
+// every keyed write of the OpenAPI, and every create two actors can send
+// to the same target.
+
+const (
+	reqExtIdemReuse = "EXT-IDEM-004" // a reused key with another body: 409, no effect
+	reqExtIdemActor = "EXT-IDEM-005" // a key's scope includes the actor
+)
+
+// coreReuse are the keyed writes whose reuse the Core level checks
+// (CORE-IDEM-002, CORE-IDEM-005).
+var coreReuse = map[string]bool{"submitSessionTask": true, "appendSessionMessage": true}
+
+// sharedTargets are the creates whose target and body name no resource of
+// an actor's, so that two actors can send the very same request (method,
+// canonical target, body, key): EXT-IDEM-005's probes.
+var sharedTargets = map[string]bool{"createWorkspace": true, "createPersona": true, "registerArtifact": true, "createVault": true}
 
 // keyedWrite is one Extended write the OpenAPI gives an Idempotency-Key.
 type keyedWrite struct {
@@ -92,7 +110,16 @@ var _ = Describe("Idempotency of Extended writes", func() {
 					judged++
 					continue
 				}
-				skipped = append(skipped, fmt.Sprintf("%s (%s%s)", w.op, first, xHint(first)))
+				// A refusal that does not name the key may still be about it:
+				// the same write without the key tells.
+				bare := suite.Do(ctx, client.Request{Method: w.method, Path: w.path, Body: w.body, Probe: "the write refused with an Idempotency-Key, sent again without it"}, reqExtIdem)
+				if bare.Status/100 == 2 {
+					suite.Check(reqExtIdem, fmt.Errorf("%s %s (%s) refused the write with Idempotency-Key %q (%s%s) and carried it out without the key (%s): the key is what it refuses",
+						w.method, w.path, w.op, key, first, xHint(first), bare))
+					judged++
+					continue
+				}
+				skipped = append(skipped, fmt.Sprintf("%s (%s%s, and without the key %s)", w.op, first, xHint(first), bare))
 				continue
 			}
 			retry := suite.Do(ctx, req, reqExtIdem)
@@ -142,6 +169,111 @@ var _ = Describe("Idempotency of Extended writes", func() {
 		if k["user.tool_confirmation"] != 1 || k["tool.approved"] > 1 {
 			suite.Check(reqApprovalIdem, fmt.Errorf("task %s records %d user.tool_confirmation and %d tool.approved events for one approval sent twice with the same Idempotency-Key, want one of each",
 				id, k["user.tool_confirmation"], k["tool.approved"]))
+		}
+	})
+
+	It("refuses a reused Idempotency-Key with another body on every keyed write of the OpenAPI, with 409 idempotency_key_reused and no effect", suite.Req(reqExtIdemReuse), func(ctx SpecContext) {
+		fx := actorFixtures(ctx)
+		// With the scenario hook, cancel and task input address tasks waiting
+		// for input, so that their first write is carried out.
+		waiting := map[string]string{}
+		if suite.Env().Discovery.Scenarios() != "" {
+			for _, op := range []string{"cancelTask", "appendTaskMessage"} {
+				id := xSubmit(ctx, fx.ids["session_id"], nil, xStep("input_required"))
+				if m, ok := xAwait(ctx, id, func(s string) bool { return s == check.InputRequired || check.Terminal(s) }); ok && xStr(m, "status") == check.InputRequired {
+					waiting[op] = id
+				}
+			}
+		}
+		first, second := suite.Key("conform-first"), suite.Key("conform-refused")
+		judged := 0
+		var notJudged []string
+		for _, op := range documentOps(func(op openapi.Operation) bool {
+			return op.Idempotent && writeOp(op) && op.HasBody && !coreReuse[op.ID]
+		}) {
+			ids := fx.ids
+			if t := waiting[op.ID]; t != "" {
+				ids = maps.Clone(fx.ids)
+				ids["task_id"] = t
+			}
+			a, b := address(op, ids, first), address(op, ids, second)
+			if len(a.missing) > 0 {
+				notJudged = append(notJudged, fmt.Sprintf("%s (no %s to address)", op.ID, strings.Join(a.missing, ", ")))
+				continue
+			}
+			key := suite.Key("conform-reuse")
+			a.req.IdempotencyKey, b.req.IdempotencyKey = key, key
+			b.req.Probe = "an Idempotency-Key reused with another body"
+			firstResp := suite.Do(ctx, a.req, reqExtIdemReuse)
+			if firstResp.Status/100 != 2 {
+				notJudged = append(notJudged, fmt.Sprintf("%s (the first write: %s%s)", op.ID, firstResp, xHint(firstResp)))
+				continue
+			}
+			judged++
+			if err := check.Refused(suite.Do(ctx, b.req, reqExtIdemReuse), []int{http.StatusConflict}, "idempotency_key_reused"); err != nil {
+				suite.Check(reqExtIdemReuse, fmt.Errorf("%s, its Idempotency-Key reused with another body: %w", op.ID, err))
+			}
+		}
+		if len(notJudged) > 0 {
+			suite.Note(fmt.Sprintf("%s: not judged: %s", reqExtIdemReuse, strings.Join(notJudged, "; ")))
+		}
+		if judged == 0 {
+			suite.NothingToCheck(reqExtIdemReuse, "no keyed write of the OpenAPI could be made: "+strings.Join(notJudged, "; "), "offer the Extended writes (docs/interpretations.md#generated-probes)")
+		}
+		// The refused bodies' marker shows in nothing the writes could change.
+		suite.Check(reqExtIdemReuse, check.NoEffect("writes reusing a key with another body", check.Effects{}, effectsOf(ctx, fx), second))
+	})
+
+	It("scopes an Idempotency-Key to its actor: another actor's same create with the same key is a create of its own", suite.Req(reqExtIdemActor), func(ctx SpecContext) {
+		other := suite.Env().Config.SecondAPIKey
+		if other == "" {
+			suite.Unverified("the run has no second actor's key, so it cannot send one key as two actors", remedySecondKey)
+		}
+		bAuth := "Bearer " + other
+		keyWorks(ctx, bAuth, "the second API key", remedySecondKey)
+		marker := suite.Key("conform-two-actors")
+		judged := 0
+		var notJudged []string
+		for _, op := range documentOps(func(op openapi.Operation) bool {
+			return sharedTargets[op.ID] && op.Idempotent && len(op.PathParams) == 0
+		}) {
+			p := address(op, map[string]string{}, marker)
+			body, _ := p.req.Body.(map[string]any)
+			for k, v := range body {
+				if v == "" {
+					delete(body, k) // the resource members an actor-neutral body leaves out
+				}
+			}
+			p.req.IdempotencyKey = suite.Key("conform-two-actors")
+			mine := suite.Do(ctx, p.req, reqExtIdemActor)
+			m, _ := mine.Object()
+			if mine.Status/100 != 2 || xID(m) == "" {
+				notJudged = append(notJudged, fmt.Sprintf("%s (the first actor's write: %s%s)", op.ID, mine, xHint(mine)))
+				continue
+			}
+			p.req.Probe = "the first actor's Idempotency-Key, target and body, sent by the second actor"
+			theirs := asActor(ctx, bAuth, p.req)
+			t, _ := theirs.Object()
+			switch {
+			case theirs.Status/100 == 2 && xID(t) == xID(m):
+				judged++
+				suite.Check(reqExtIdemActor, fmt.Errorf("%s (%s): the second actor, sending the first actor's Idempotency-Key with the same target and body, was answered with the first actor's %s %s: the key's scope leaves out the actor",
+					theirs, op.ID, xStr(m, "object"), xID(m)))
+			case theirs.Status == http.StatusConflict:
+				judged++
+				suite.Check(reqExtIdemActor, fmt.Errorf("%s (%s): the second actor's write with the first actor's Idempotency-Key was refused as a reuse (%s): the key's scope leaves out the actor",
+					theirs, op.ID, xHint(theirs)))
+			case theirs.Status/100 == 2 && xID(t) != "":
+				judged++
+			default:
+				notJudged = append(notJudged, fmt.Sprintf("%s (the second actor's write: %s%s)", op.ID, theirs, xHint(theirs)))
+			}
+		}
+		if len(notJudged) > 0 {
+			suite.Note(fmt.Sprintf("%s: not judged: %s", reqExtIdemActor, strings.Join(notJudged, "; ")))
+		}
+		if judged == 0 {
+			suite.NothingToCheck(reqExtIdemActor, "no create could be sent by both actors: "+strings.Join(notJudged, "; "), remedySecondKey)
 		}
 	})
 })

@@ -109,7 +109,7 @@ func listAll(ctx context.Context, path string, q url.Values, reqs ...string) ([]
 		if !p.HasMore {
 			return items, first, nil
 		}
-		query.Set("cursor", p.NextCursor)
+		query.Set(cursorParam(path), p.NextCursor)
 	}
 	return items, first, nil
 }
@@ -239,8 +239,8 @@ func payload(e map[string]any) map[string]any {
 // credential-shaped string (receipt.FindSecrets).
 func secretIn(raw []byte, canary string) []string {
 	var found []string
-	if canary != "" && strings.Contains(string(raw), canary) {
-		found = append(found, "the canary secret the suite stored")
+	if sp := check.SecretSpelled(string(raw), canary); canary != "" && sp != "" {
+		found = append(found, "the canary secret the suite stored ("+sp+")")
 	}
 	var doc any
 	if json.Unmarshal(raw, &doc) == nil {

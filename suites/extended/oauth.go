@@ -21,6 +21,7 @@ import (
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/internal/suite"
 	"github.com/harn-conform/conform/internal/target"
+	"github.com/harn-conform/conform/internal/ws"
 )
 
 // OAuth2 client credentials (EXT-OAUTH-001…006; docs/oauth.md). The run
@@ -111,23 +112,29 @@ var _ = Describe("OAuth2 client credentials", func() {
 		if isJWT {
 			what = "the run's token with one claim added and its signature kept"
 		}
-		expectRefused(ctx, reqOAuthIssuer, "a token of issuer "+oauth.ForeignIssuer+" signed by a key the target cannot know", forged)
-		expectRefused(ctx, reqOAuthIssuer, what, tampered)
-		badToken(ctx, o, reqOAuthIssuer, target.TokenWrongIssuer, tok)
+		rt := newRefusedTokens(ctx, tok)
+		rt.expect(ctx, reqOAuthIssuer, "a token of issuer "+oauth.ForeignIssuer+" signed by a key the target cannot know", forged)
+		rt.expect(ctx, reqOAuthIssuer, what, tampered)
+		badToken(ctx, o, rt, reqOAuthIssuer, target.TokenWrongIssuer, tok)
+		rt.unchanged(ctx, reqOAuthIssuer)
 	})
 
 	It("refuses a token minted for another audience with 401 unauthenticated", suite.Req(reqOAuthAccept, reqOAuthAudience), func(ctx SpecContext) {
 		o := oauthSetup(ctx)
 		tok := oauthToken(ctx, o, nil, reqOAuthAccept)
 		tokenWorks(ctx, tok)
-		badToken(ctx, o, reqOAuthAudience, target.TokenWrongAudience, tok)
+		rt := newRefusedTokens(ctx, tok)
+		badToken(ctx, o, rt, reqOAuthAudience, target.TokenWrongAudience, tok)
+		rt.unchanged(ctx, reqOAuthAudience)
 	})
 
 	It("refuses an expired token with 401 unauthenticated", suite.Req(reqOAuthAccept, reqOAuthExpiry), func(ctx SpecContext) {
 		o := oauthSetup(ctx)
 		tok := oauthToken(ctx, o, nil, reqOAuthAccept)
 		tokenWorks(ctx, tok)
-		badToken(ctx, o, reqOAuthExpiry, target.TokenExpired, tok)
+		rt := newRefusedTokens(ctx, tok)
+		badToken(ctx, o, rt, reqOAuthExpiry, target.TokenExpired, tok)
+		rt.unchanged(ctx, reqOAuthExpiry)
 	})
 
 	It("refuses every scoped operation to a token without a scope it needs, and the refused writes change nothing", suite.Req(reqOAuthAccept, reqOAuthScope), func(ctx SpecContext) {
@@ -315,21 +322,92 @@ func echoTask(text string) map[string]any {
 		map[string]any{"type": "text", "text": text, "visibility": "public"}}}}
 }
 
-// expectRefused sends token on a REST read and on an SSE stream (a
-// made-up task: credentials are checked before the resource is looked
-// up) and wants 401 unauthenticated from both, without the token in the
-// answer.
-func expectRefused(ctx context.Context, req, what, token string) {
+// refusedTokens are one spec's probes of tokens a target must refuse
+// (EXT-OAUTH-002…004; docs/interpretations.md#generated-probes): every
+// non-public operation of the OpenAPI (probes.go) — reads, writes and
+// streams, addressed at the first key's resources with valid bodies, a
+// made-up id where it has none of a kind (credentials are checked before
+// the resource is looked up) — and the WebSocket upgrade and auth frame on
+// both stream paths; and, at the end, the check that the refused writes
+// changed nothing.
+type refusedTokens struct {
+	fx     actorFx
+	marker string
+	before check.Effects
+	// noWS says why the WebSocket is not probed ("" when it is): a valid
+	// token does not open a session either, or no credential may travel
+	// over the target's ws:// URL.
+	noWS string
+	// sent names the tokens expect sent.
+	sent []string
+}
+
+// newRefusedTokens makes the first key's resources (and reads a skill and
+// a tool of the target's own), tries the WebSocket with the valid token,
+// and reads what the refused writes must leave as it is.
+func newRefusedTokens(ctx context.Context, valid *oauth.Token) *refusedTokens {
+	GinkgoHelper()
+	rt := &refusedTokens{fx: actorFixtures(ctx), marker: suite.Key("conform-refused")}
+	for param, list := range map[string]string{"skill_id": "/v1/skills", "tool_id": "/v1/tools"} {
+		resp := suite.Do(ctx, client.Request{Path: list, Query: url.Values{"limit": {"1"}}}, suite.SpecReqs()...)
+		if p, err := check.ListPage(resp); err == nil && len(p.IDs) > 0 {
+			rt.fx.ids[param] = p.IDs[0]
+		}
+	}
+	if why := wsBlocked(); why != "" {
+		rt.noWS = why
+	} else if l, err := wsConnect(ctx, client.WSDial{Path: sessionStream(rt.fx.ids["session_id"]), Way: ws.ByHeaders, Authorization: valid.Bearer(),
+		Probe: "OAuth: the run's valid access token, before the refused ones"}); err != nil {
+		rt.noWS = fmt.Sprintf("the run's valid access token does not open a harn-ws.v1 session either: %v", err)
+	} else {
+		l.Close()
+	}
+	rt.before = effectsOf(ctx, rt.fx)
+	return rt
+}
+
+// expect sends token, which what describes, on every probe and wants each
+// refused with 401 unauthenticated without the token in the answer.
+func (rt *refusedTokens) expect(ctx context.Context, req, what, token string) {
 	GinkgoHelper()
 	auth := "Bearer " + token
-	rest := suite.Do(ctx, client.Request{Path: "/v1/tasks", Query: url.Values{"limit": {"1"}}, Authorization: auth, Probe: "OAuth: " + what}, req)
-	suite.Check(req, judgeRefusal(rest, what, token))
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	st, err := suite.Client().Stream(sctx, client.Request{Path: "/v1/tasks/" + client.Seg(suite.Key("conform-missing")) + "/stream", Authorization: auth, Probe: "OAuth: " + what})
-	suite.Transport(err, req)
-	st.Close()
-	suite.Check(req, judgeRefusal(st.Response, what, token))
+	rt.sent = append(rt.sent, what)
+	var unoffers []string
+	for _, op := range documentOps(nil) {
+		p := address(op, rt.fx.ids, rt.marker)
+		if op.Idempotent {
+			p.req.IdempotencyKey = suite.Key("oauth-refused")
+		}
+		resp := sendOp(ctx, p, auth, "OAuth: "+what)
+		if unoffered(ctx, p, auth, resp) {
+			unoffers = append(unoffers, fmt.Sprintf("%s (%d)", op.ID, resp.Status))
+			continue
+		}
+		suite.Check(req, judgeRefusal(resp, what+" ("+op.ID+")", token))
+	}
+	if len(unoffers) > 0 {
+		suite.Note(fmt.Sprintf("%s: the target does not offer %s, so %s was not judged there", req, strings.Join(unoffers, ", "), what))
+	}
+	if rt.noWS != "" {
+		suite.Note(fmt.Sprintf("%s: %s was not tried on the WebSocket: %s", req, what, rt.noWS))
+		return
+	}
+	unauth := refusal{status: http.StatusUnauthorized, code: "unauthenticated", close: 4401, only: true, secret: token}
+	for _, path := range []string{sessionStream(rt.fx.ids["session_id"]), taskStream(rt.fx.ids["task_id"])} {
+		s, resp, err := wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByHeaders, Authorization: auth, Probe: "OAuth: " + what})
+		suite.Check(req, judgeRefused(ctx, what+" in the WebSocket upgrade's Authorization header, on "+path, s, resp, err, withHTTP(unauth), 0, wsStream()))
+		s, resp, err = wsAttempt(ctx, client.WSDial{Path: path, Way: ws.ByAuthFrame, Authorization: auth, Probe: "OAuth: " + what + " in the auth frame"})
+		suite.Check(req, judgeRefused(ctx, what+" in the WebSocket auth frame, on "+path, s, resp, err, withFrame(unauth), 0, wsStream()))
+	}
+}
+
+// unchanged checks that the writes sent with refused tokens had no effect.
+func (rt *refusedTokens) unchanged(ctx context.Context, req string) {
+	GinkgoHelper()
+	if len(rt.sent) == 0 {
+		return
+	}
+	suite.Check(req, check.NoEffect("writes sent with "+strings.Join(rt.sent, ", "), rt.before, effectsOf(ctx, rt.fx), rt.marker))
 }
 
 // judgeRefusal wants 401 unauthenticated (the code, when the body is an
@@ -342,15 +420,15 @@ func judgeRefusal(resp *client.Response, what, token string) error {
 	if e, err := check.Envelope(resp); err == nil && e.Code != "unauthenticated" {
 		return fmt.Errorf("%s with %s: error.code = %q, want \"unauthenticated\"", resp, what, e.Code)
 	}
-	if err := check.NoSecret(resp, func(s string) bool { return len(token) > 8 && strings.Contains(s, token) }); err != nil {
+	if err := check.NoSecret(resp, check.HoldsSecret(token)); err != nil {
 		return fmt.Errorf("%s: the refusal repeats the presented token: %w", what, err)
 	}
 	return nil
 }
 
-// badToken checks a refused token of kind, or records req unverified when
-// the run has none.
-func badToken(ctx context.Context, o *target.OAuth, req, kind string, valid *oauth.Token) {
+// badToken checks a refused token of kind on rt's probes, or records req
+// unverified when the run has none.
+func badToken(ctx context.Context, o *target.OAuth, rt *refusedTokens, req, kind string, valid *oauth.Token) {
 	GinkgoHelper()
 	tok, from, err := o.BadToken(ctx, kind)
 	suite.Transport(err, req)
@@ -375,7 +453,7 @@ func badToken(ctx context.Context, o *target.OAuth, req, kind string, valid *oau
 		suite.NothingToCheck(req, fmt.Sprintf("the %s token from %s cannot show this: %s", strings.ReplaceAll(kind, "_", "-"), from, why), remedyBadToken(kind))
 		return
 	}
-	expectRefused(ctx, req, fmt.Sprintf("%s token (from %s)", badTokenName(kind), from), tok)
+	rt.expect(ctx, req, fmt.Sprintf("%s token (from %s)", badTokenName(kind), from), tok)
 }
 
 // badTokenName is "an expired", "a wrong-audience", "a wrong-issuer".
@@ -544,6 +622,7 @@ func scopeProbes(fx scopeFx) []scopeProbe {
 	}
 	ids := map[string]string{"session_id": fx.session, "task_id": fx.task, "event_id": fx.event, "artifact_id": fx.artifact, "receipt_id": fx.receipt}
 	fake := suite.Key("conform-missing")
+	marker := suite.Key("conform-scope")
 	var out []scopeProbe
 	for _, op := range doc.Operations() {
 		sc, ok := oauth.ScopeOf(op.ID)
@@ -559,40 +638,16 @@ func scopeProbes(fx scopeFx) []scopeProbe {
 			}
 			path = strings.ReplaceAll(path, "{"+name+"}", client.Seg(id))
 		}
-		p.req = client.Request{Method: op.Method, Path: path, Body: probeBody(op, fx)}
+		p.req = client.Request{Method: op.Method, Path: path}
+		if op.HasBody {
+			p.req.Body = opBody(op.ID, map[string]string{"workspace_id": fx.workspace, "session_id": fx.session}, marker) // probes.go
+		}
 		if op.Idempotent {
 			p.req.IdempotencyKey = suite.Key("oauth-scope")
 		}
 		out = append(out, p)
 	}
 	return out
-}
-
-// probeBody is a valid body for a write (a target that validated bodies
-// before scopes would otherwise refuse it for the body).
-func probeBody(op openapi.Operation, fx scopeFx) any {
-	if !op.HasBody {
-		return nil
-	}
-	switch op.ID {
-	case "createSession":
-		return map[string]any{"workspace_id": fx.workspace}
-	case "updateSession":
-		return map[string]any{"metadata": map[string]any{"conform.probe": "scope"}}
-	case "truncateSession":
-		return map[string]any{"keep_first": 0}
-	case "submitSessionTask":
-		return echoTask("scope probe")
-	case "submitTask":
-		t := echoTask("scope probe")
-		t["session_id"] = fx.session
-		return t
-	case "replayTask":
-		return map[string]any{"mode": "exact"}
-	case "registerArtifact":
-		return map[string]any{"kind": "log", "mime_type": "text/plain", "visibility": "public"}
-	}
-	return map[string]any{}
 }
 
 // sendProbe sends p with token t; a stream is opened and closed at once.

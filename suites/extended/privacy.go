@@ -78,7 +78,7 @@ func exposures(doc any, canary string, allow func(vis string) bool) []string {
 				walk(e, fmt.Sprintf("%s[%d]", path, i), vis)
 			}
 		case string:
-			if strings.Contains(x, canary) && !allow(vis) {
+			if !allow(vis) && check.SecretSpelled(x, canary) != "" {
 				where := path
 				if vis != "" {
 					where += " (in an object marked " + vis + ")"

@@ -82,8 +82,8 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 			return fmt.Errorf("%s: %w", what, eerr)
 		case e.Code != r.code:
 			return fmt.Errorf("%s: %s with error code %q, want %q", what, resp, e.Code, r.code)
-		case r.secret != "" && strings.Contains(string(resp.Body), r.secret):
-			return fmt.Errorf("%s: %s echoes the credential the suite sent in its body", what, resp)
+		case r.secret != "" && check.SecretSpelled(string(resp.Body), r.secret) != "":
+			return fmt.Errorf("%s: %s echoes the credential the suite sent in its body (%s)", what, resp, check.SecretSpelled(string(resp.Body), r.secret))
 		case r.details != "" && !hasDetail(e.Details, r.details):
 			return fmt.Errorf("%s: %s: error.details has no %s", what, resp, r.details)
 		}
@@ -133,8 +133,8 @@ func judgeRefused(ctx context.Context, what string, s *client.WSSession, resp *c
 		case r.only, r.noEvents && (f.Type == "event" || strings.HasSuffix(f.Type, "_request")):
 			bad = append(bad, f.String())
 		}
-		if r.secret != "" && strings.Contains(string(f.Raw), r.secret) {
-			return fmt.Errorf("%s: %s echoes the credential the suite sent", what, f)
+		if sp := check.SecretSpelled(string(f.Raw), r.secret); r.secret != "" && sp != "" {
+			return fmt.Errorf("%s: %s echoes the credential the suite sent (%s)", what, f, sp)
 		}
 	}
 	switch {
