@@ -43,11 +43,15 @@ var (
 		Tolerated: []string{"EXT-IDEM-004"},
 		Why:       "a write that ignores the key also carries out the key reused with another body, which EXT-IDEM-004 wants refused"})
 	FaultExtIdempotencyKeyRefused = declare(fault.Fault{Name: "ext-idempotency-key-refused",
-		Doc:   "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
-		Fails: []string{"EXT-IDEM-003"}})
+		Doc:       "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
+		Fails:     []string{"EXT-IDEM-003"},
+		Tolerated: []string{"EXT-IDEM-006", "EXT-IDEM-007"},
+		Why:       "the same 400 answers the keyed retries fired at once, which EXT-IDEM-006 and EXT-IDEM-007 want acted on once or refused with 409"})
 	FaultArtifactReuseReplays = declare(fault.Fault{Name: "artifact-idempotency-reuse-replays",
-		Doc:   "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
-		Fails: []string{"EXT-IDEM-004"}})
+		Doc:       "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
+		Fails:     []string{"EXT-IDEM-004"},
+		Tolerated: []string{"EXT-IDEM-007"},
+		Why:       "the same replay answers a different body fired at once with the key, which EXT-IDEM-007 wants refused with 409"})
 	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
 		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
 		Fails: []string{"EXT-IDEM-002", "EXT-IDEM-006", "EXT-IDEM-007"}})
