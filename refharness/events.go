@@ -46,8 +46,8 @@ var (
 	FaultEventsRepeatOnRange = declare(fault.Fault{Name: "events-ignore-after-event-id",
 		Doc:       "REST event lists ignore after_event_id",
 		Fails:     []string{"CORE-EVT-003"},
-		Tolerated: []string{"CORE-EVT-004"},
-		Why:       "a range read that ignores its cursor also makes the event page walk repeat (CORE-EVT-004)"})
+		Tolerated: []string{"CORE-EVT-004", "CORE-RESUME-001"},
+		Why:       "a range read that ignores its cursor also makes the event page walk repeat (CORE-EVT-004), the pagers of a session growing under appends too (CORE-RESUME-001)"})
 	FaultEventByIDDiffers = declare(fault.Fault{Name: "event-by-id-differs",
 		Doc:   "GET /v1/events/{id} answers the event with an empty payload",
 		Fails: []string{"CORE-READ-014"}})
