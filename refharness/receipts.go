@@ -339,27 +339,19 @@ func str(v any) string { s, _ := v.(string); return s }
 
 // scenarioSecrets lists the secrets of the task's use_secret steps, in order.
 func scenarioSecrets(meta map[string]any) []string {
-	v, ok := meta[scenario.Key]
-	if !ok {
-		return nil
-	}
-	sc, err := scenario.Parse(v)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, st := range sc.Steps {
-		if st.Op == scenario.OpUseSecret {
-			out = append(out, st.Secret)
-		}
-	}
-	return out
+	return scenarioSteps(meta, scenario.OpUseSecret, func(st scenario.Step) string { return st.Secret })
 }
 
 // scenarioReasoning lists the hidden reasoning of the task's reason
 // steps, in order: what the agent thought, which nothing stores or shows
 // (privacy.go) but the faults that leak it.
 func scenarioReasoning(meta map[string]any) []string {
+	return scenarioSteps(meta, scenario.OpReason, func(st scenario.Step) string { return st.Text })
+}
+
+// scenarioSteps lists field of the task's scenario steps of kind op, in
+// order; none when the task has no valid scenario.
+func scenarioSteps(meta map[string]any, op scenario.Op, field func(scenario.Step) string) []string {
 	v, ok := meta[scenario.Key]
 	if !ok {
 		return nil
@@ -370,8 +362,8 @@ func scenarioReasoning(meta map[string]any) []string {
 	}
 	var out []string
 	for _, st := range sc.Steps {
-		if st.Op == scenario.OpReason {
-			out = append(out, st.Text)
+		if st.Op == op {
+			out = append(out, field(st))
 		}
 	}
 	return out

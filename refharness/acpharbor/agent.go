@@ -84,13 +84,30 @@ func Serve(ctx context.Context, in io.Reader, out, errw io.Writer, opts Options)
 	// goroutine NewAgentSideConnection has already started (the race
 	// detector sees it when the input ends at once). The SDK logs through
 	// slog.Default, which Main points at stderr.
-	conn := acp.NewAgentSideConnection(a, w, in)
+	// NewAgentSideConnection starts its reader goroutine before it
+	// returns, and finishes setting up the connection (and we a.conn)
+	// after: the reader sees no input until both are done, so a request
+	// that arrives at once never races them.
+	ready := make(chan struct{})
+	conn := acp.NewAgentSideConnection(a, w, gatedReader{r: in, ready: ready})
 	a.conn = conn
+	close(ready)
 	select {
 	case <-conn.Done():
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// gatedReader holds every Read until ready is closed.
+type gatedReader struct {
+	r     io.Reader
+	ready <-chan struct{}
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.ready
+	return g.r.Read(p)
 }
 
 type agent struct {

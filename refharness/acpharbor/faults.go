@@ -126,7 +126,7 @@ var (
 	FaultSessionReuseSibling = declare(fault.Fault{Name: "session-reuse-sibling",
 		Doc: "a branch created with sessionReuse spawns a sibling session anyway", Fails: []string{"ACP-BRANCH-009"}})
 	FaultTenantInvalid = declare(fault.Fault{Name: "tenant-invalid-params",
-		Doc: "tenant hints (tenantId, projectId) are refused as invalid params", Warns: []string{"ACP-TENANT-001"}})
+		Doc: "tenant hints (tenantId, projectId) are refused as invalid params", Fails: []string{"ACP-TENANT-001"}})
 )
 
 // Faults lists every fault, sorted.

@@ -89,7 +89,7 @@ var _ = Describe("ACP Harbor extensions", func() {
 		info := p.object("ACP-WS-001", "workspace/info", p.mustHarbor("workspace/info", "the workspace block", map[string]any{"sessionId": sid}))
 		suite.Check("ACP-WS-001", harbor.Fields("workspace/info", info, map[string]string{"provider": "string", "workingCopy": "string", "execPath": "string", "usageBytes": "uint"}))
 		if r := p.harbor("workspace/info", map[string]any{"sessionId": sid, "tenantId": "conform", "projectId": "conform"}); r != nil && r.Error != nil && r.Error.CodeOK && r.Error.Code == -32602 {
-			suite.Should("ACP-TENANT-001", fmt.Errorf("workspace/info with the optional tenantId and projectId hints was refused as invalid params: %s", clipS(string(r.Raw))))
+			suite.Check("ACP-TENANT-001", fmt.Errorf("workspace/info with the optional tenantId and projectId hints was refused as invalid params: %s", clipS(string(r.Raw))))
 		}
 
 		// The root, in the spellings a tree API may take.
