@@ -318,9 +318,12 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		}
 		if mine != nil && !registered {
 			// The bug: the list read when the stream opened, plus this
-			// stream, replaces whatever the list became meanwhile.
+			// stream, replaces whatever the list became meanwhile (a
+			// store round trip later: raceGap, routes.go).
+			time.Sleep(raceGap)
 			s.subs.Store(withSub(listed, mine))
 			registered = true
+			continue // what was appended meanwhile: only the lost update is the bug
 		}
 		select {
 		case <-wake:

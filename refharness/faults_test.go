@@ -42,6 +42,7 @@ func cannotJudge(format string, args ...any) error { return unjudged{fmt.Errorf(
 type probeEnv struct {
 	*harness
 	sess, task string
+	controls   int // keys of the race probes' controls (concurrency_test.go)
 }
 
 func newProbeEnv(t *testing.T, opts Options) *probeEnv {

@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
@@ -561,12 +563,23 @@ func (s *Server) appendSessionMessage(c *call) (*result, *apiError) {
 	if s.opts.Faults.Has(FaultTranscriptIndexedLate) {
 		msg.indexLate = true
 		res.after = func() { // the second write, once the first is durable
+			time.Sleep(indexDelay(msg.ID))
 			s.mu.Lock()
 			s.st.sessMsgs[se.ID] = append(s.st.sessMsgs[se.ID], msg.ID)
 			s.mu.Unlock()
 		}
 	}
 	return res, nil
+}
+
+// indexDelay is how long FaultTranscriptIndexedLate's second write of
+// message id takes: up to twice raceGap, varying by message (as a real
+// index write's latency does), so appends indexed at once land in an order
+// of their own.
+func indexDelay(id string) time.Duration {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return time.Duration(h.Sum32()%10+1) * raceGap / 5
 }
 
 // ---- artifacts ----

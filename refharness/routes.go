@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
@@ -97,16 +98,28 @@ type arrival struct {
 }
 
 // arrive makes the early reads of the race faults for a write of route rt,
-// before the write lock.
-func (s *Server) arrive(c *call, rt route) {
+// before the write lock, and reports whether it made one.
+func (s *Server) arrive(c *call, rt route) bool {
 	switch w := c.r.Method + " " + rt.pattern; {
 	case w == "POST sessions/{}/messages":
 		s.readSequenceEarly(c) // server.go
 		s.readIDEarly(c)       // state.go
+		return c.arr.seqs != nil || c.arr.idRead
 	case w == "POST tasks/{}/cancel":
 		s.readTaskEarly(c) // tasks.go
+		return c.arr.task != nil
 	}
+	return false
 }
+
+// raceGap is the time between a race fault's early read and its act: the
+// round trip to a store that a real server's read makes. A planted race
+// shows only when requests overlap in its window; with the gap, every
+// request that arrives within it reads the same state (in a synctest
+// bubble, every request released at once does), so a race check meets the
+// bug in its first round rather than by the scheduler's chance. Only the
+// race faults wait it (fault.Fault.Race); a clean server never does.
+const raceGap = 5 * time.Millisecond
 
 // result is what a write produces under the lock.
 type result struct {
@@ -323,7 +336,7 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	// durable, with nothing held in between (FaultDuplicateOnConcurrentRetry
 	// and its Extended twin: lateIdem).
 	late := useIdem && s.lateIdem(c, rt)
-	s.arrive(c, rt)
+	early := s.arrive(c, rt)
 	var scope string
 	if late {
 		s.mu.RLock()
@@ -334,6 +347,9 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 			s.answerRecorded(w, r, rt, rec, fp)
 			return
 		}
+	}
+	if late || early {
+		time.Sleep(raceGap) // between the race fault's read and its act
 	}
 	s.mu.Lock()
 	if useIdem && !late {

@@ -499,6 +499,9 @@ func (s *Server) startWorker(id string, sc *scenario.Scenario, rn *runner) {
 }
 
 func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *runner) {
+	if s.opts.Faults.Has(FaultReceiptChainHeadStale) {
+		time.Sleep(raceGap) // between the worker's read of the chain head (newRunnerLocked) and its receipt
+	}
 	if rn.replay != nil {
 		s.runReplay(ctx, id, rn.replay) // replay_run.go
 		return

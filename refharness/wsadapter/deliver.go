@@ -131,6 +131,7 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 			if !registered {
 				c.a.srv.Register(sub)
 				registered = true
+				continue // what was appended meanwhile: only the lost update is the bug
 			}
 			wake = sub.Wake
 		}

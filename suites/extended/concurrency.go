@@ -38,8 +38,8 @@ const (
 // (docs/performance.md, "Concurrency checks").
 const (
 	roundsExtKeyed = 3
-	roundsWSMixed  = 10
-	roundsWSFanOut = 16
+	roundsWSMixed  = 6
+	roundsWSFanOut = 4
 )
 
 // raceWrite is an Extended write whose retries race.
