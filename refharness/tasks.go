@@ -18,8 +18,8 @@ var (
 	FaultTerminalTaskMutable = declare(fault.Fault{Name: "terminal-task-mutable",
 		Doc:          "cancel moves a COMPLETED/FAILED task to CANCELED",
 		Fails:        []string{"CORE-CANCEL-002"},
-		Tolerated:    []string{"CORE-CANCEL-003", "CORE-CANCEL-004"},
-		Why:          "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003) and, when cancels race a task's end, as a second terminal event (CORE-CANCEL-004)",
+		Tolerated:    []string{"CORE-CANCEL-003", "CORE-CANCEL-004", "CORE-LIFE-001", "CORE-LIFE-002", "CORE-OUT-001"},
+		Why:          "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003) and, when cancels race a task's end, as a second terminal event (CORE-CANCEL-004); a stream that watched that task then sees a terminal status change (CORE-LIFE-001), its last state event disagree with the task (CORE-LIFE-002) and its Outcome disagree with the task (CORE-OUT-001)",
 		SlowHookless: true})
 	FaultCompletedAfterCancel = declare(fault.Fault{Name: "completed-after-cancel",
 		Doc:          "a canceled task is later overwritten with COMPLETED",
