@@ -10,8 +10,10 @@ import (
 // Faults of this area: the error envelope.
 var (
 	FaultErrorWithoutEnvelope = declare(fault.Fault{Name: "error-without-envelope",
-		Doc:   "errors are plain text, not the error envelope",
-		Fails: []string{"CORE-ERR-002"}})
+		Doc:       "errors are plain text, not the error envelope",
+		Fails:     []string{"CORE-ERR-002"},
+		Tolerated: []string{"CORE-IDEM-009"},
+		Why:       "the 409 of a key reused with another body, fired at once, is plain text too: no idempotency_key_reused code to read (CORE-IDEM-009)"})
 	FaultWrongErrorType = declare(fault.Fault{Name: "wrong-error-type",
 		Doc:   "error.type does not match error.code",
 		Fails: []string{"CORE-ERR-003"}})

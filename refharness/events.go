@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +46,8 @@ var (
 	FaultEventsRepeatOnRange = declare(fault.Fault{Name: "events-ignore-after-event-id",
 		Doc:       "REST event lists ignore after_event_id",
 		Fails:     []string{"CORE-EVT-003"},
-		Tolerated: []string{"CORE-EVT-004"},
-		Why:       "a range read that ignores its cursor also makes the event page walk repeat (CORE-EVT-004)"})
+		Tolerated: []string{"CORE-EVT-004", "CORE-RESUME-001"},
+		Why:       "a range read that ignores its cursor also makes the event page walk repeat (CORE-EVT-004), the pagers of a session growing under appends too (CORE-RESUME-001)"})
 	FaultEventByIDDiffers = declare(fault.Fault{Name: "event-by-id-differs",
 		Doc:   "GET /v1/events/{id} answers the event with an empty payload",
 		Fails: []string{"CORE-READ-014"}})
@@ -63,6 +64,15 @@ var (
 	FaultReplayCursorUnknownEmpty = declare(fault.Fault{Name: "replay-cursor-unknown-empty",
 		Doc:   "an unknown after_event_id answers 200 with an empty list instead of 410 cursor_expired",
 		Fails: []string{"RPLY-RANGE-003"}})
+	// A race: an unlocked subscriber list. A session stream reads the list
+	// of subscribers when it opens and stores the list with itself added
+	// once it has sent the history, so of streams that open at once only
+	// the last one stored is woken by new events (until its keep-alive).
+	FaultSSESubscribersLost = declare(fault.Fault{Name: "sse-subscribers-lost",
+		Doc:       "session streams register for live events in a subscriber list updated without a lock (read on opening, stored after the history): of streams opened at once, some are never woken and deliver no live event",
+		Fails:     []string{"CORE-FANOUT-001"},
+		Tolerated: []string{"CORE-RESUME-001"},
+		Why:       "a stream resumed while another one closes can lose its registration the same way (CORE-RESUME-001)", Race: true})
 	FaultReplayUnmarkedSSE = declare(fault.Fault{Name: "replay-unmarked-sse",
 		Doc:   "replayed events are served with replayed:false on SSE only",
 		Fails: []string{"RPLY-MARK-001"}})
@@ -265,6 +275,16 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 
 	ka := time.NewTicker(s.opts.KeepAlive)
 	defer ka.Stop()
+	// FaultSSESubscribersLost: the subscriber list as this stream found it,
+	// and its own wake-up channel, stored into the list after the history.
+	var listed *[]chan struct{}
+	var mine chan struct{}
+	registered := false
+	if s.opts.Faults.Has(FaultSSESubscribersLost) && strings.HasPrefix(c.target, "/v1/sessions/") {
+		mine = make(chan struct{}, 1)
+		listed = s.subs.Load()
+		defer s.unsubscribe(mine)
+	}
 	for {
 		if c.r.Context().Err() != nil || s.ctx.Err() != nil {
 			return // also between batches of a long replay
@@ -272,6 +292,9 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		s.mu.RLock()
 		evs, more := s.st.eventsAfter(sel, after, sseBatch)
 		wake := s.notify
+		if mine != nil {
+			wake = mine
+		}
 		done := !more && sel.taskID != "" && s.taskOverLocked(sel.taskID, after, evs)
 		seq := s.lastSeq
 		s.mu.RUnlock()
@@ -293,6 +316,15 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 		if more {
 			continue
 		}
+		if mine != nil && !registered {
+			// The bug: the list read when the stream opened, plus this
+			// stream, replaces whatever the list became meanwhile (a
+			// store round trip later: raceGap, routes.go).
+			time.Sleep(raceGap)
+			s.subs.Store(withSub(listed, mine))
+			registered = true
+			continue // what was appended meanwhile: only the lost update is the bug
+		}
 		select {
 		case <-wake:
 		case <-ka.C:
@@ -304,6 +336,42 @@ func (s *Server) stream(w http.ResponseWriter, c *call, sel streamSel) {
 			return
 		case <-s.ctx.Done():
 			return
+		}
+	}
+}
+
+// withSub is list (nil: empty) with ch added, as a new list.
+func withSub(list *[]chan struct{}, ch chan struct{}) *[]chan struct{} {
+	var out []chan struct{}
+	if list != nil {
+		out = slices.Clone(*list)
+	}
+	out = append(out, ch)
+	return &out
+}
+
+// unsubscribe drops ch from the subscriber list, as carelessly as it was
+// added (FaultSSESubscribersLost).
+func (s *Server) unsubscribe(ch chan struct{}) {
+	p := s.subs.Load()
+	if p == nil {
+		return
+	}
+	out := slices.DeleteFunc(slices.Clone(*p), func(c chan struct{}) bool { return c == ch })
+	s.subs.Store(&out)
+}
+
+// wakeSubscribers wakes the streams of the subscriber list
+// (FaultSSESubscribersLost; without it the list is empty). Holds s.mu.
+func (s *Server) wakeSubscribers() {
+	p := s.subs.Load()
+	if p == nil {
+		return
+	}
+	for _, ch := range *p {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }

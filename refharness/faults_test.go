@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -43,6 +42,7 @@ func cannotJudge(format string, args ...any) error { return unjudged{fmt.Errorf(
 type probeEnv struct {
 	*harness
 	sess, task string
+	controls   int // keys of the race probes' controls (concurrency_test.go)
 }
 
 func newProbeEnv(t *testing.T, opts Options) *probeEnv {
@@ -166,25 +166,6 @@ var probes = map[Fault]probe{
 				return nil // no idempotency at all: another probe's business
 			}
 			return fmt.Errorf("same key, different body: status %d, want 409", r.Code)
-		}
-		return nil
-	},
-	FaultDuplicateOnConcurrentRetry: func(p *probeEnv) error {
-		first := ws(p, "seq").str("id")
-		if ws(p, "seq").str("id") != first {
-			return nil // sequential retries already broken: another probe's business
-		}
-		var wg sync.WaitGroup
-		ids := make([]string, 6)
-		for i := range ids {
-			wg.Add(1)
-			go func() { defer wg.Done(); ids[i] = ws(p, "conc").str("id") }()
-		}
-		wg.Wait()
-		for _, id := range ids {
-			if id != ids[0] {
-				return fmt.Errorf("concurrent retries created %v", ids)
-			}
 		}
 		return nil
 	},

@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	scenario "github.com/harn-conform/conform/hook"
 	"github.com/harn-conform/conform/internal/jsonv"
@@ -27,6 +29,14 @@ var (
 	FaultWorkspacePatchLost = declare(fault.Fault{Name: "workspace-patch-lost",
 		Doc:   "PATCH /v1/workspaces/{id} answers the change but does not store it",
 		Fails: []string{"EXT-WORKSPACE-001"}})
+	// A race: the transcript is an index the append maintains in a second
+	// write, once the Message and its event are durable. Sequential appends
+	// are indexed in the order they were written; appends fired at once are
+	// indexed in whatever order their second writes come, and the
+	// transcript disagrees with the event list.
+	FaultTranscriptIndexedLate = declare(fault.Fault{Name: "transcript-indexed-late",
+		Doc:   "a Message append is added to its Session's transcript by a second write once the first is durable: appends fired at once are listed in another order than their events",
+		Fails: []string{"CORE-ORDER-001"}, Race: true})
 	FaultMessagesNewestFirst = declare(fault.Fault{Name: "messages-newest-first",
 		Doc:   "a session's message list is served newest first",
 		Fails: []string{"EXT-SESSION-001"}})
@@ -516,7 +526,7 @@ func (s *Server) listSessionMessages(c *call) (any, *apiError) {
 	if _, ok := s.st.sessions.get(id); !ok {
 		return nil, notFound("session", id)
 	}
-	if s.opts.Faults.Has(FaultMessagesNewestFirst) || s.opts.Faults.Has(FaultForkSharesTranscript) {
+	if s.opts.Faults.Has(FaultMessagesNewestFirst) || s.opts.Faults.Has(FaultForkSharesTranscript) || s.opts.Faults.Has(FaultTranscriptIndexedLate) {
 		return s.faultyMessageList(c, id) // personas.go
 	}
 	return listPage(s, c, s.st.messages, func(m *Message) bool { return m.SessionID != nil && *m.SessionID == id })
@@ -549,7 +559,27 @@ func (s *Server) appendSessionMessage(c *call) (*result, *apiError) {
 	cm := &commit{}
 	msg := s.appendMessage(cm, &se, "", role, parts, meta, c.actor)
 	cm.Puts = append(cm.Puts, put{Session: &se})
-	return &result{status: http.StatusCreated, body: msg, c: cm}, nil
+	res := &result{status: http.StatusCreated, body: msg, c: cm}
+	if s.opts.Faults.Has(FaultTranscriptIndexedLate) {
+		msg.indexLate = true
+		res.after = func() { // the second write, once the first is durable
+			time.Sleep(indexDelay(msg.ID))
+			s.mu.Lock()
+			s.st.sessMsgs[se.ID] = append(s.st.sessMsgs[se.ID], msg.ID)
+			s.mu.Unlock()
+		}
+	}
+	return res, nil
+}
+
+// indexDelay is how long FaultTranscriptIndexedLate's second write of
+// message id takes: up to twice raceGap, varying by message (as a real
+// index write's latency does), so appends indexed at once land in an order
+// of their own.
+func indexDelay(id string) time.Duration {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return time.Duration(h.Sum32()%10+1) * raceGap / 5
 }
 
 // ---- artifacts ----

@@ -82,6 +82,8 @@ type Message struct {
 	TaskID    *string          `json:"task_id"`
 	Role      string           `json:"role"`
 	Parts     []map[string]any `json:"parts"`
+
+	indexLate bool // added to its Session's transcript by a second write (FaultTranscriptIndexedLate); not rendered or journaled
 }
 
 // Artifact is durable non-prompt content; its bytes are served by /content.

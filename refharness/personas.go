@@ -34,30 +34,48 @@ var (
 		Fails: []string{"EXT-PERSONA-004"}})
 	FaultArtifactIdempotencyIgnored = declare(fault.Fault{Name: "artifact-idempotency-ignored",
 		Doc:       "POST /v1/artifacts ignores Idempotency-Key: a retry registers a second artifact",
-		Fails:     []string{"EXT-IDEM-001"},
+		Fails:     []string{"EXT-IDEM-001", "EXT-IDEM-006", "EXT-IDEM-007"},
 		Tolerated: []string{"EXT-IDEM-004"},
 		Why:       "a write that ignores the key also carries out the key reused with another body, which EXT-IDEM-004 wants refused"})
 	FaultExtIdempotencyIgnored = declare(fault.Fault{Name: "ext-idempotency-ignored",
 		Doc:       "persona create/patch, branch create, fork and truncate ignore Idempotency-Key",
-		Fails:     []string{"EXT-IDEM-003"},
+		Fails:     []string{"EXT-IDEM-003", "EXT-IDEM-006", "EXT-IDEM-007"},
 		Tolerated: []string{"EXT-IDEM-004"},
 		Why:       "a write that ignores the key also carries out the key reused with another body, which EXT-IDEM-004 wants refused"})
 	FaultExtIdempotencyKeyRefused = declare(fault.Fault{Name: "ext-idempotency-key-refused",
-		Doc:   "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
-		Fails: []string{"EXT-IDEM-003"}})
+		Doc:       "PATCH persona, PATCH workspace and fork answer 400 invalid_request \"does not take an Idempotency-Key\" (no param) to a write carrying one, and carry it out without",
+		Fails:     []string{"EXT-IDEM-003"},
+		Tolerated: []string{"EXT-IDEM-006", "EXT-IDEM-007"},
+		Why:       "the same 400 answers the keyed retries fired at once, which EXT-IDEM-006 and EXT-IDEM-007 want acted on once or refused with 409"})
 	FaultArtifactReuseReplays = declare(fault.Fault{Name: "artifact-idempotency-reuse-replays",
-		Doc:   "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
-		Fails: []string{"EXT-IDEM-004"}})
+		Doc:       "POST /v1/artifacts with a reused Idempotency-Key and another body replays the first answer instead of 409 idempotency_key_reused",
+		Fails:     []string{"EXT-IDEM-004"},
+		Tolerated: []string{"EXT-IDEM-007"},
+		Why:       "the same replay answers a different body fired at once with the key, which EXT-IDEM-007 wants refused with 409"})
 	FaultApprovalIdempotencyIgnored = declare(fault.Fault{Name: "approval-idempotency-ignored",
 		Doc:   "a retried tool_confirmation with the same Idempotency-Key is recorded twice",
-		Fails: []string{"EXT-IDEM-002"}})
+		Fails: []string{"EXT-IDEM-002", "EXT-IDEM-006", "EXT-IDEM-007"}})
 	FaultSkillSchemaNotObject = declare(fault.Fault{Name: "skill-schema-not-object",
 		Doc:   "skills render output_schema as a string, not a JSON Schema object or null",
 		Fails: []string{"EXT-SKILL-001"}})
 	FaultPermissionIdempotencyIgnored = declare(fault.Fault{Name: "permission-respond-idempotency-ignored",
 		Doc:   "respondPermissionRequest ignores Idempotency-Key: the retry of an answer is refused 409",
 		Fails: []string{"EXT-IDEM-002"}})
+	// The race of FaultDuplicateOnConcurrentRetry (routes.go) on the
+	// Extended writes: extWriteRoutes.
+	FaultExtDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "ext-duplicate-on-concurrent-retry",
+		Doc:   "Extended writes look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all act; sequential retries work",
+		Fails: []string{"EXT-IDEM-006", "EXT-IDEM-007"}, Race: true})
 )
+
+// extWriteRoutes are the Extended writes FaultExtDuplicateOnConcurrentRetry
+// races (method and route pattern).
+var extWriteRoutes = map[string]bool{
+	"POST artifacts": true, "POST permission-requests/{}/respond": true, "POST tasks/{}/messages": true,
+	"POST personas": true, "PATCH personas/{}": true, "POST workspaces": true, "PATCH workspaces/{}": true,
+	"POST sessions/{}/branches": true, "POST sessions/{}/fork": true, "POST sessions/{}/truncate": true,
+	"POST memories": true, "POST vaults": true,
+}
 
 // Personas (EXT-PERSONA-001…004) are policy: the tools and capabilities a
 // Task naming one may use, its autonomy tier and its receipt policy. The
@@ -360,8 +378,9 @@ func (s *Server) keyIgnored(c *call, rt route) bool {
 }
 
 // faultyMessageList is a session's message list under
-// FaultMessagesNewestFirst (newest first) or FaultForkSharesTranscript (a
-// fork reads its parent's live transcript). Cursors are positions in it.
+// FaultMessagesNewestFirst (newest first), FaultForkSharesTranscript (a
+// fork reads its parent's live transcript) or FaultTranscriptIndexedLate
+// (the session's transcript index, written after each append: handlers.go). Cursors are positions in it.
 func (s *Server) faultyMessageList(c *call, id string) (any, *apiError) {
 	if se, _ := s.st.sessions.get(id); s.opts.Faults.Has(FaultForkSharesTranscript) && se.ParentSessionID != nil {
 		id = *se.ParentSessionID

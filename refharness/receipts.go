@@ -37,6 +37,14 @@ var (
 		Fails:     []string{"RCPT-CHAIN-001"},
 		Tolerated: []string{"RCPT-VERIFY-002"},
 		Why:       "the target's verify API, which sees the chain the suite cannot, rightly reports the broken link, which the suite then calls a disagreement (RCPT-VERIFY-002)"})
+	// A race: a task's worker reads the chain head when it takes the task
+	// up and links the task's receipt to it when the task completes, not
+	// to the head at that moment. Tasks run one after another chain
+	// right; the receipts of tasks that run at the same time all link to
+	// one previous receipt.
+	FaultReceiptChainHeadStale = declare(fault.Fault{Name: "receipt-chain-head-stale",
+		Doc:   "a task's receipt links to the chain head its worker read when it took the task up: receipts of tasks that run and complete at the same time fork the chain",
+		Fails: []string{"RCPT-CHAIN-003"}, Race: true})
 	FaultReceiptWrongKey = declare(fault.Fault{Name: "receipt-wrong-key",
 		Doc:       "receipts are signed with a key the directory does not publish",
 		Fails:     []string{"RCPT-SIGN-001"},

@@ -23,13 +23,18 @@ import (
 var (
 	FaultForgetIdempotency = declare(fault.Fault{Name: "forget-idempotency",
 		Doc:   "Idempotency-Key ignored: retries create duplicates",
-		Fails: []string{"CORE-IDEM-001", "CORE-IDEM-002", "CORE-IDEM-003", "CORE-IDEM-004", "CORE-IDEM-005"}})
+		Fails: []string{"CORE-IDEM-001", "CORE-IDEM-002", "CORE-IDEM-003", "CORE-IDEM-004", "CORE-IDEM-005", "CORE-IDEM-008", "CORE-IDEM-009"}})
 	FaultIdempotencyNoConflict = declare(fault.Fault{Name: "idempotency-no-conflict",
 		Doc:   "same key + different body replays the first response instead of 409",
-		Fails: []string{"CORE-IDEM-002", "CORE-IDEM-005"}})
+		Fails: []string{"CORE-IDEM-002", "CORE-IDEM-005", "CORE-IDEM-009"}})
+	// A race, not a missing feature: the idempotency layer of a middleware
+	// that looks a key up when the request arrives and records the first
+	// response once the write is durable, with nothing held in between.
+	// Sequential retries replay; requests that arrive before the first is
+	// recorded all write.
 	FaultDuplicateOnConcurrentRetry = declare(fault.Fault{Name: "duplicate-on-concurrent-retry",
-		Doc:   "concurrent retries race and create duplicates; sequential retries work",
-		Fails: []string{"CORE-IDEM-003"}})
+		Doc:   "Task submits and Message appends look their Idempotency-Key up on arrival and record it once the write is durable: retries fired at once all write; sequential retries work",
+		Fails: []string{"CORE-IDEM-003", "CORE-IDEM-008", "CORE-IDEM-009"}, Race: true})
 	FaultWrongCreateStatus = declare(fault.Fault{Name: "wrong-create-status",
 		Doc:   "creates answer 200 instead of 201/202",
 		Fails: []string{"CORE-READ-010", "CORE-READ-011", "CORE-TASK-001", "CORE-TASK-002"}})
@@ -76,7 +81,45 @@ type call struct {
 	body   obj
 	idem   string
 	target string // canonical path: the "canonical target" of idempotency scopes
+	arr    arrival
 }
+
+// arrival is what a write's handler read when the request arrived, before
+// it took the write lock: nothing, but under the race faults the state a
+// real server reads too early (a check on arrival, then an act under the
+// lock, with nothing held in between).
+type arrival struct {
+	seqs map[Pointer]int64 // resources' last sequence numbers (FaultSessionSequenceReadEarly, server.go)
+	task *Task             // the task as a cancel first read it (FaultCancelNoRecheck, tasks.go)
+	// nextID is the next event position when the write arrived
+	// (FaultEventIDReadEarly, state.go), read when idRead.
+	nextID uint64
+	idRead bool
+}
+
+// arrive makes the early reads of the race faults for a write of route rt,
+// before the write lock, and reports whether it made one.
+func (s *Server) arrive(c *call, rt route) bool {
+	switch w := c.r.Method + " " + rt.pattern; {
+	case w == "POST sessions/{}/messages":
+		s.readSequenceEarly(c) // server.go
+		s.readIDEarly(c)       // state.go
+		return c.arr.seqs != nil || c.arr.idRead
+	case w == "POST tasks/{}/cancel":
+		s.readTaskEarly(c) // tasks.go
+		return c.arr.task != nil
+	}
+	return false
+}
+
+// raceGap is the time between a race fault's early read and its act: the
+// round trip to a store that a real server's read makes. A planted race
+// shows only when requests overlap in its window; with the gap, every
+// request that arrives within it reads the same state (in a synctest
+// bubble, every request released at once does), so a race check meets the
+// bug in its first round rather than by the scheduler's chance. Only the
+// race faults wait it (fault.Fault.Race); a clean server never does.
+const raceGap = 5 * time.Millisecond
 
 // result is what a write produces under the lock.
 type result struct {
@@ -289,37 +332,32 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		}
 	}
 
-	s.mu.Lock()
+	// late: the key is looked up now and recorded once the write is
+	// durable, with nothing held in between (FaultDuplicateOnConcurrentRetry
+	// and its Extended twin: lateIdem).
+	late := useIdem && s.lateIdem(c, rt)
+	early := s.arrive(c, rt)
 	var scope string
-	if useIdem {
-		actor := c.actor
-		if s.opts.Faults.Has(FaultIdempotencyScopeNoActor) {
-			actor = "" // the fault: every actor shares one scope
-		}
-		scope = strings.Join([]string{actor, s.scopeWorkspace(c, rt), r.Method, c.target, c.idem}, "\x00")
-		if s.opts.Faults.Has(FaultIdempotencyIgnoresTarget) {
-			scope = c.actor + "\x00" + c.idem
-		}
-		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
-			s.mu.Unlock()
-			if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) && !s.reuseReplays(rt) { // reuseReplays: personas.go
-				s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
-					Message: "Idempotency-Key was already used with a different request body", Param: "Idempotency-Key"})
-				return
-			}
-			if err := s.wait(rec.seq); err != nil {
-				s.writeError(w, r, internal(err))
-				return
-			}
-			w.Header().Set("Idempotent-Replayed", "true")
-			s.writeJSON(w, s.createStatus(rec.Status), json.RawMessage(rec.Body))
+	if late {
+		s.mu.RLock()
+		scope = s.idemScope(c, rt)
+		rec, ok := s.st.idem[scope]
+		s.mu.RUnlock()
+		if ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
+			s.answerRecorded(w, r, rt, rec, fp)
 			return
 		}
-		if s.opts.Faults.Has(FaultDuplicateOnConcurrentRetry) {
-			// The bug: check, then act without holding the lock across both.
+	}
+	if late || early {
+		time.Sleep(raceGap) // between the race fault's read and its act
+	}
+	s.mu.Lock()
+	if useIdem && !late {
+		scope = s.idemScope(c, rt)
+		if rec, ok := s.st.idem[scope]; ok && rec.live(s.clock(), s.opts.IdempotencyTTL) {
 			s.mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-			s.mu.Lock()
+			s.answerRecorded(w, r, rt, rec, fp)
+			return
 		}
 	}
 	e = s.gateLocked(c, rt) // authz.go
@@ -350,8 +388,10 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	if res.c == nil {
 		res.c = &commit{}
 	}
-	if useIdem {
-		res.c.Idem = &idemRecord{Scope: scope, Fingerprint: fp, Status: res.status, Body: body, CreatedAt: s.now()}
+	res.c.arr = &c.arr
+	idem := &idemRecord{Scope: scope, Fingerprint: fp, Status: res.status, Body: body, CreatedAt: s.now()}
+	if useIdem && !late {
+		res.c.Idem = idem
 		s.pruneIdemLocked()
 	}
 	var seq uint64
@@ -361,6 +401,15 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 	s.mu.Unlock()
 	if err == nil {
 		err = s.wait(seq)
+	}
+	if err == nil && late {
+		// The bug's second half: the response is recorded only now.
+		s.mu.Lock()
+		seq, err = s.commitLocked(&commit{Idem: idem})
+		s.mu.Unlock()
+		if err == nil {
+			err = s.wait(seq)
+		}
 	}
 	if err != nil {
 		s.writeError(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: "service_unavailable",
@@ -375,6 +424,54 @@ func (s *Server) doWrite(w http.ResponseWriter, c *call, rt route) {
 		return
 	}
 	s.writeJSON(w, s.createStatus(res.status), json.RawMessage(body))
+}
+
+// idemScope is the idempotency scope of a keyed write: actor, workspace,
+// method, canonical target and key. Holds s.mu (read or write).
+func (s *Server) idemScope(c *call, rt route) string {
+	if s.opts.Faults.Has(FaultIdempotencyIgnoresTarget) {
+		return c.actor + "\x00" + c.idem
+	}
+	actor := c.actor
+	if s.opts.Faults.Has(FaultIdempotencyScopeNoActor) {
+		actor = "" // the fault: every actor shares one scope
+	}
+	return strings.Join([]string{actor, s.scopeWorkspace(c, rt), c.r.Method, c.target, c.idem}, "\x00")
+}
+
+// answerRecorded answers a keyed write whose scope has a record: the first
+// response again for an equivalent body, 409 idempotency_key_reused for
+// another.
+func (s *Server) answerRecorded(w http.ResponseWriter, r *http.Request, rt route, rec *idemRecord, fp string) {
+	if rec.Fingerprint != fp && !s.opts.Faults.Has(FaultIdempotencyNoConflict) && !s.reuseReplays(rt) { // reuseReplays: personas.go
+		s.writeError(w, r, &apiError{Status: http.StatusConflict, Code: "idempotency_key_reused",
+			Message: "Idempotency-Key was already used with a different request body", Param: "Idempotency-Key"})
+		return
+	}
+	if err := s.wait(rec.seq); err != nil {
+		s.writeError(w, r, internal(err))
+		return
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	s.writeJSON(w, s.createStatus(rec.Status), json.RawMessage(rec.Body))
+}
+
+// lateIdem reports whether a fault makes route rt look its key up on
+// arrival and record it only once the write is durable: the Core writes
+// under FaultDuplicateOnConcurrentRetry, the Extended ones under
+// FaultExtDuplicateOnConcurrentRetry (extWriteRoutes, personas.go), a
+// transport's commands under FaultWSCommandIdempotencyRaced (core.go).
+func (s *Server) lateIdem(c *call, rt route) bool {
+	w := c.r.Method + " " + rt.pattern
+	switch {
+	case s.opts.Faults.Has(FaultDuplicateOnConcurrentRetry) && (w == "POST sessions/{}/tasks" || w == "POST tasks" || w == "POST sessions/{}/messages"):
+		return true
+	case s.opts.Faults.Has(FaultExtDuplicateOnConcurrentRetry) && extWriteRoutes[w]:
+		return true
+	case s.opts.Faults.Has(FaultWSCommandIdempotencyRaced) && isCommand(c.r): // core.go
+		return true
+	}
+	return false
 }
 
 // pruneIdemLocked drops expired idempotency records from memory, scanning

@@ -49,6 +49,14 @@ var (
 	FaultSequenceNotIncreasing = declare(fault.Fault{Name: "sequence-not-increasing",
 		Doc:   "per-resource event sequence repeats",
 		Fails: []string{"CORE-EVT-002"}})
+	// A race: a non-atomic sequence counter. The handler reads the
+	// Session's last sequence number from the store when the request
+	// arrives (answered, like any read, once what it read is durable) and
+	// writes the event with the next one once it holds the write lock;
+	// appends that arrive together number their events alike.
+	FaultSessionSequenceReadEarly = declare(fault.Fault{Name: "session-sequence-read-early",
+		Doc:   "a Message append reads its Session's last event sequence on arrival and numbers its event from it under the lock: appends fired at once repeat sequence numbers; sequential ones are right",
+		Fails: []string{"CORE-EVT-002"}, Race: true})
 	FaultUnknownRouteNot404 = declare(fault.Fault{Name: "unknown-route-not-404",
 		Doc:       "unknown routes answer 200 with an empty object",
 		Fails:     []string{"CORE-ERR-001"},
@@ -101,10 +109,14 @@ type Server struct {
 	idemWrites int
 	// rangeReads counts event range reads under FaultReplayRangeUnstable.
 	rangeReads atomic.Int64
-	table      []route
-	upgrade    upgrader   // a mounted transport adapter (core.go)
-	rkey       signingKey // signs receipts (receipts_api.go)
-	okey       signingKey // signs OAuth2 access tokens (oauth.go)
+	// subs are the session streams' wake-up channels under
+	// FaultSSESubscribersLost (events.go): a copy-on-write list updated
+	// without a lock.
+	subs    atomic.Pointer[[]chan struct{}]
+	table   []route
+	upgrade upgrader   // a mounted transport adapter (core.go)
+	rkey    signingKey // signs receipts (receipts_api.go)
+	okey    signingKey // signs OAuth2 access tokens (oauth.go)
 
 	// bootPos is the first event position of this process: the events
 	// before it were replayed from the journal at start-up.
@@ -140,6 +152,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, clock: opts.Clock, st: newState(), notify: make(chan struct{}), runners: map[string]*runner{}}
 	s.st.swapIDs = opts.Faults.Has(FaultEventIDsNotMonotonic)
+	s.st.earlyIDs = opts.Faults.Has(FaultEventIDReadEarly)
 	s.ids = opts.IDs
 	if s.ids == nil {
 		s.ids = randomIDs{clock: opts.Clock}
@@ -213,8 +226,14 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	pos := s.st.nextPos
 	seqs := map[Pointer]int64{}
 	last := map[Pointer]string{}
-	for _, e := range c.Events {
+	for i, e := range c.Events {
 		e.ID = s.st.eventID(pos)
+		if s.st.earlyIDs {
+			c.Positions = append(c.Positions, pos)
+			if c.arr != nil && c.arr.idRead && i == 0 {
+				e.ID = s.st.eventID(c.arr.nextID) // FaultEventIDReadEarly: the id read on arrival
+			}
+		}
 		pos++
 		if e.Replay != nil && e.Replay.cursorIsID {
 			e.Replay.ReplayCursor = ptr(e.ID) // replay_run.go, replayMeta
@@ -222,6 +241,9 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 		n, ok := seqs[e.Resource]
 		if !ok {
 			n, ok = s.st.seqs[e.Resource]
+			if early, read := c.arr.seq(e.Resource); read {
+				n, ok = early, true // FaultSessionSequenceReadEarly: the number read on arrival
+			}
 			if !ok {
 				n = -1
 			}
@@ -247,6 +269,7 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	s.st.visible = s.st.nextPos
 	close(s.notify)
 	s.notify = make(chan struct{})
+	s.wakeSubscribers() // events.go: FaultSSESubscribersLost's list
 	if s.jl == nil {
 		return 0, nil
 	}
@@ -262,6 +285,33 @@ func (s *Server) commitLocked(c *commit) (uint64, error) {
 	}
 	s.lastSeq = seq
 	return seq, nil
+}
+
+// readSequenceEarly is FaultSessionSequenceReadEarly's early read: the
+// Session's last event sequence number when the append arrives (routes.go,
+// arrive).
+func (s *Server) readSequenceEarly(c *call) {
+	if !s.opts.Faults.Has(FaultSessionSequenceReadEarly) {
+		return
+	}
+	p := Pointer{"session", c.params[0]}
+	s.mu.RLock()
+	if n, ok := s.st.seqs[p]; ok {
+		c.arr.seqs = map[Pointer]int64{p: n}
+	}
+	seq := s.lastSeq
+	s.mu.RUnlock()
+	_ = s.wait(seq) // read from the store, as every read: once durable
+}
+
+// seq is the last sequence number of resource p read on arrival, if one
+// was.
+func (a *arrival) seq(p Pointer) (int64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	n, ok := a.seqs[p]
+	return n, ok
 }
 
 // wait blocks until journal record seq is durable (no-op in memory mode).

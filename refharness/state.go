@@ -17,7 +17,31 @@ var (
 		Doc:      "event ids of adjacent positions are swapped (\u20262, \u20261, \u20264, \u20263), consistently in rendering and parsing",
 		Fails:    []string{"CORE-EVT-006"},
 		Hookless: true})
+	// A race: a non-atomic id counter. A Message append reads the next
+	// event id from the store when the request arrives (answered, like any
+	// read, once what it read is durable) and gives it to its event once
+	// it holds the write lock; appends that arrive together give their
+	// events one id. A cursor naming that id resolves to the first of them, so a
+	// page walk or a resumption from the second sees it again.
+	FaultEventIDReadEarly = declare(fault.Fault{Name: "event-id-read-early",
+		Doc:       "a Message append reads the next event id on arrival and numbers its event from it under the lock: appends fired at once give their events one id, and a page walk or resumption from that id repeats events",
+		Fails:     []string{"CORE-EVT-004", "CORE-RESUME-001"},
+		Tolerated: []string{"CORE-EVT-006", "CORE-FANOUT-001"},
+		Why:       "the repeated id is on every view of a session appended to at once: ids that do not increase (CORE-EVT-006), and the subscribers of the fan-out check get an id twice (CORE-FANOUT-001)", Race: true})
 )
+
+// readIDEarly is FaultEventIDReadEarly's early read: the next event id when
+// a Message append arrives (routes.go, arrive).
+func (s *Server) readIDEarly(c *call) {
+	if !s.st.earlyIDs {
+		return
+	}
+	s.mu.RLock()
+	c.arr.nextID, c.arr.idRead = s.st.nextPos, true
+	seq := s.lastSeq
+	s.mu.RUnlock()
+	_ = s.wait(seq) // read from the store, as every read: once durable
+}
 
 // commit is one atomic change: the unit written to the journal and the only
 // way state changes. Resources are projections of the sequence of commits, so
@@ -41,6 +65,12 @@ type commit struct {
 
 	Deps    []*depRecord `json:"replay_deps,omitempty"` // recorded dependencies of a task's run (replay.go)
 	Replays []*replayRun `json:"replays,omitempty"`     // accepted replay requests (replay.go)
+
+	arr *arrival // what the write that made it read on arrival (routes.go); not journaled
+
+	// Positions are the events' positions in the log, written under
+	// FaultEventIDReadEarly, whose event ids no longer name them.
+	Positions []uint64 `json:"positions,omitempty"`
 }
 
 // put stores one resource version; exactly one field is set.
@@ -178,6 +208,9 @@ type state struct {
 	// swapIDs renders and parses event ids with adjacent positions swapped
 	// (FaultEventIDsNotMonotonic).
 	swapIDs bool
+	// earlyIDs: a Message append's event id is read on arrival, and may
+	// not name the event's position (FaultEventIDReadEarly).
+	earlyIDs bool
 }
 
 func newState() *state {
@@ -238,7 +271,7 @@ func (st *state) apply(c *commit, retention int) error {
 			st.tasks.put(p.Task.ID, p.Task)
 		case p.Message != nil:
 			m := p.Message
-			if _, existed := st.messages.rows[m.ID]; !existed && m.SessionID != nil {
+			if _, existed := st.messages.rows[m.ID]; !existed && m.SessionID != nil && !m.indexLate {
 				st.sessMsgs[*m.SessionID] = append(st.sessMsgs[*m.SessionID], m.ID)
 			}
 			st.messages.put(m.ID, m)
@@ -279,8 +312,11 @@ func (st *state) apply(c *commit, retention int) error {
 	for id, b := range c.Blobs {
 		st.blobs[id] = b
 	}
-	for _, e := range c.Events {
+	for i, e := range c.Events {
 		pos, ok := st.parseEventID(e.ID)
+		if i < len(c.Positions) {
+			pos, ok = c.Positions[i], true // FaultEventIDReadEarly: the id does not say
+		}
 		if !ok || pos != st.nextPos {
 			return fmt.Errorf("event id %q out of order, want %s", e.ID, st.eventID(st.nextPos))
 		}

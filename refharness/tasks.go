@@ -18,12 +18,14 @@ var (
 	FaultTerminalTaskMutable = declare(fault.Fault{Name: "terminal-task-mutable",
 		Doc:          "cancel moves a COMPLETED/FAILED task to CANCELED",
 		Fails:        []string{"CORE-CANCEL-002"},
-		Tolerated:    []string{"CORE-CANCEL-003"},
-		Why:          "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003)",
+		Tolerated:    []string{"CORE-CANCEL-003", "CORE-CANCEL-004", "CORE-LIFE-001", "CORE-LIFE-002", "CORE-OUT-001"},
+		Why:          "a completed task turned CANCELED keeps its completed_at: the same broken cancel, seen on the task's fields (CORE-CANCEL-003) and, when cancels race a task's end, as a second terminal event (CORE-CANCEL-004); a stream that watched that task then sees a terminal status change (CORE-LIFE-001), its last state event disagree with the task (CORE-LIFE-002) and its Outcome disagree with the task (CORE-OUT-001)",
 		SlowHookless: true})
 	FaultCompletedAfterCancel = declare(fault.Fault{Name: "completed-after-cancel",
 		Doc:          "a canceled task is later overwritten with COMPLETED",
 		Fails:        []string{"CORE-CANCEL-001"},
+		Tolerated:    []string{"CORE-CANCEL-004"},
+		Why:          "the completion that replaces CANCELED is a second terminal event, which the cancel race sees too (CORE-CANCEL-004)",
 		SlowHookless: true})
 	FaultCanceledHasCompletedAt = declare(fault.Fault{Name: "canceled-has-completed-at",
 		Doc:          "a CANCELED task carries completed_at",
@@ -55,6 +57,19 @@ var (
 	FaultClosedTakesTasks = declare(fault.Fault{Name: "closed-session-takes-tasks",
 		Doc:   "a CLOSED session still accepts new tasks",
 		Fails: []string{"CORE-SESSION-001"}})
+	// A race: a cancel that does not re-check the state. The cancel
+	// checks the task and records the request (user.cancel_requested) in a
+	// first durable write, then records CANCELED, its Outcome and receipt
+	// from what it read at first, without checking again. Alone, a cancel
+	// of a finished task is still refused; fired at once, every cancel
+	// records CANCELED with an Outcome, and one that raced the task's end
+	// overwrites it.
+	FaultCancelNoRecheck = declare(fault.Fault{Name: "cancel-no-recheck",
+		Doc:       "a cancel checks the task and durably records the request first, then records CANCELED from what it read without checking again: cancels fired at once each record CANCELED (and an Outcome), and one that raced the task's end overwrites it",
+		Fails:     []string{"CORE-CANCEL-004"},
+		Tolerated: []string{"CORE-CANCEL-002"},
+		Why:       "a spec that cancels a plain task while it runs races the task's end the same way: the task goes COMPLETED, then CANCELED, which CORE-CANCEL-002 sees in its events",
+		Race:      true})
 	FaultTerminalAcceptsMessage = declare(fault.Fault{Name: "terminal-accepts-message",
 		Doc:      "input and interrupt messages to a terminal task answer 201; input moves it back to WORKING",
 		Fails:    []string{"CORE-LIFE-004"},
@@ -112,6 +127,7 @@ type runner struct {
 	signal    chan struct{}
 	artifacts []*Artifact
 	replay    *replayRun // set for a replay task: its run replaces the scenario (replay_run.go)
+	head      string     // the receipt chain's head when the task was taken up (FaultReceiptChainHeadStale)
 }
 
 // ending is how a task's terminal transition ends.
@@ -267,6 +283,10 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 	if !ok {
 		return nil, notFound("task", c.params[0])
 	}
+	requested := false
+	if c.arr.task != nil {
+		old, requested = c.arr.task, true // FaultCancelNoRecheck: the task as the cancel first read it
+	}
 	reason, _, e := c.body.str("reason", false)
 	if e != nil {
 		return nil, e
@@ -289,13 +309,11 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 	if s.opts.Faults.Has(FaultCanceledHasCompletedAt) {
 		t.CompletedAt = ptr(now)
 	}
-	summary := "canceled"
-	if reason != "" {
-		summary = "canceled: " + reason
+	summary := cancelSummary(reason)
+	cm := &commit{}
+	if !requested {
+		cm.Events = append(cm.Events, s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor))
 	}
-	cm := &commit{Events: []*Event{
-		s.newEvent("user.cancel_requested", Pointer{"task", t.ID}, map[string]any{"reason": nullable(reason)}, t.WorkspaceID, t.SessionID, t.ID, c.actor),
-	}}
 	if err := s.finishLocked(cm, &t, old.Status, "CANCELED", summary, nil, c.actor); err != nil {
 		return nil, internal(err)
 	}
@@ -305,6 +323,41 @@ func (s *Server) cancelTask(c *call) (*result, *apiError) {
 			rn.cancel()
 		}
 	}}, nil
+}
+
+// readTaskEarly is FaultCancelNoRecheck's first half (routes.go,
+// arrive): the task is checked and the cancel request durably recorded
+// (user.cancel_requested); the task as it was is kept for the second half,
+// cancelTask under the write lock, which does not look again. A task
+// already terminal, or gone, is left to the cancel's ordinary path, which
+// refuses it.
+func (s *Server) readTaskEarly(c *call) {
+	if !s.opts.Faults.Has(FaultCancelNoRecheck) {
+		return
+	}
+	reason, _, _ := c.body.str("reason", false)
+	s.mu.Lock()
+	old, ok := s.st.tasks.get(c.params[0])
+	if !ok || Terminal(old.Status) {
+		s.mu.Unlock()
+		return
+	}
+	seq, err := s.commitLocked(&commit{Events: []*Event{
+		s.newEvent("user.cancel_requested", Pointer{"task", old.ID}, map[string]any{"reason": nullable(reason)}, old.WorkspaceID, old.SessionID, old.ID, c.actor),
+	}})
+	s.mu.Unlock()
+	if err != nil || s.wait(seq) != nil {
+		return
+	}
+	c.arr.task = old
+}
+
+// cancelSummary is a canceled task's Outcome summary.
+func cancelSummary(reason string) string {
+	if reason != "" {
+		return "canceled: " + reason
+	}
+	return "canceled"
 }
 
 // finishLocked records a terminal transition of t (already copied and given
@@ -410,7 +463,7 @@ func (s *Server) appendTaskMessage(c *call) (*result, *apiError) {
 // ---- the worker ----
 
 func (s *Server) newRunnerLocked(id string) *runner {
-	rn := &runner{signal: make(chan struct{}, 1), cancel: func() {}}
+	rn := &runner{signal: make(chan struct{}, 1), cancel: func() {}, head: s.st.rc.head()}
 	s.runners[id] = rn
 	return rn
 }
@@ -446,6 +499,9 @@ func (s *Server) startWorker(id string, sc *scenario.Scenario, rn *runner) {
 }
 
 func (s *Server) run(ctx context.Context, id string, sc *scenario.Scenario, rn *runner) {
+	if s.opts.Faults.Has(FaultReceiptChainHeadStale) {
+		time.Sleep(raceGap) // between the worker's read of the chain head (newRunnerLocked) and its receipt
+	}
 	if rn.replay != nil {
 		s.runReplay(ctx, id, rn.replay) // replay_run.go
 		return
@@ -700,7 +756,11 @@ func (s *Server) finishTask(ctx context.Context, id, to string, end *ending, ext
 	if cur, _ := s.st.tasks.get(id); cur != old || s.lastTaskEventLocked(id) != last {
 		return 0, false, nil
 	}
-	r, err := s.finishReceipt(p, s.st.rc.head())
+	head := s.st.rc.head()
+	if rn := s.runners[id]; rn != nil && s.opts.Faults.Has(FaultReceiptChainHeadStale) {
+		head = rn.head // receipts.go: the head as the worker read it when it took the task up
+	}
+	r, err := s.finishReceipt(p, head)
 	if err != nil {
 		return 0, true, err
 	}

@@ -276,7 +276,7 @@ func outcome(in Input, sr types.SpecReport, cutOff string) specOutcome {
 		ev := o.reqs[v.Req]
 		nv := Verdict(v.Verdict)
 		if ev.Verdict == "" || Worse(ev.Verdict, nv) == nv {
-			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Remedy: v.Remedy, Curl: curlFor(o, v.Message, v.At)}
+			o.reqs[v.Req] = Evidence{Spec: o.res.Name, Verdict: nv, Message: v.Message, Remedy: v.Remedy, Curl: cmp.Or(red.String(v.Repro), curlFor(o, v.Message, v.At))}
 		}
 	}
 	for _, id := range o.res.Requirements {

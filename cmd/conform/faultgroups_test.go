@@ -70,9 +70,9 @@ func (r groupRow) footprint() []string { return slices.Concat(r.Fails, r.Tolerat
 // behind its middleware.
 func (r groupRow) spec(variants []refharness.Variant) targetSpec {
 	if r.Kind == fault.Wire {
-		return targetSpec{Wrap: r.Name, Variants: variants}
+		return targetSpec{Wrap: r.Name, Variants: variants, Race: r.Race}
 	}
-	return targetSpec{Faults: []refharness.Fault{refharness.Fault(r.Name)}, Variants: variants}
+	return targetSpec{Faults: []refharness.Fault{refharness.Fault(r.Name)}, Variants: variants, Race: r.Race}
 }
 
 // faultPool is the rows that may share runs: one level, one set of
@@ -283,6 +283,7 @@ func (p *faultPool) job(n int) proofJob {
 	rs := p.g.runs[n]
 	j := proofJob{spec: targetSpec{Variants: p.variants}, levels: p.levels}
 	for _, r := range rs {
+		j.spec.Race = j.spec.Race || r.Race
 		if r.Kind == fault.Wire {
 			j.spec.Wrap = r.Name
 		} else {

@@ -167,6 +167,13 @@ type targetSpec struct {
 	// Data is a data directory (empty: in memory); Addr a fixed listen
 	// address (empty: any free port).
 	Data, Addr string
+	// Race serves the harness as a deployment runs, for the rows of the
+	// race faults (fault.Fault.Race): its journal in a fresh temporary
+	// directory (when Data is empty), as selftest has it, so that a write
+	// waits for its fsync, and on every core rather than the one P of the
+	// other proof runs. In memory on one P a write is over before the
+	// next request is read, and the races these faults plant never show.
+	Race bool
 }
 
 func (s targetSpec) args() []string {
@@ -219,12 +226,37 @@ type served struct {
 	stopO  sync.Once
 	used   int
 	err    error
+	tmp    string // a data directory of its own, removed when it stops
 }
 
 // serve starts a wrapserve process and returns once it listens.
 func serve(spec targetSpec) (*served, error) {
+	var tmp string
+	if spec.Race && spec.Data == "" {
+		dir, err := os.MkdirTemp("", "conform-proof-data-")
+		if err != nil {
+			return nil, err
+		}
+		tmp, spec.Data = dir, dir
+	}
+	p, err := serveArgs(spec)
+	if tmp != "" {
+		if err != nil {
+			os.RemoveAll(tmp)
+		} else {
+			p.tmp = tmp
+		}
+	}
+	return p, err
+}
+
+func serveArgs(spec targetSpec) (*served, error) {
 	cmd := exec.Command(wrapserveBin, append(spec.args(), "--lifeline")...)
-	cmd.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey, oneProc,
+	procs := oneProc
+	if spec.Race {
+		procs = "GOMAXPROCS=" + strconv.Itoa(runtime.NumCPU())
+	}
+	cmd.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey, procs,
 		"CONFORM_SERVE_SECOND_API_KEY="+testSecondKey, "CONFORM_SERVE_READ_ONLY_API_KEY="+testReadOnlyKey) // faults_ext_authz_test.go
 	p := &served{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
@@ -259,6 +291,9 @@ func (p *served) stop() (int, error) {
 		rest, _ := io.ReadAll(p.out)
 		werr := p.cmd.Wait()
 		logCPU("serve", 0, p.cmd.ProcessState, p.cmd.Args[1:])
+		if p.tmp != "" {
+			os.RemoveAll(p.tmp)
+		}
 		for _, l := range strings.Split(string(rest), "\n") {
 			if n, ok := strings.CutPrefix(l, "wrapserve: used "); ok {
 				p.used, p.err = strconv.Atoi(n)

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,32 +48,4 @@ func Replayed(first, retry *client.Response, fields ...string) error {
 		return fmt.Errorf("%s: retry names the same id but is not equivalent: %s", retry, strings.Join(diffs, "; "))
 	}
 	return nil
-}
-
-// OneResource checks that concurrent retries of one create all succeeded
-// and all name a single resource; it returns that id.
-func OneResource(resps []*client.Response) (string, error) {
-	ids := map[string]int{}
-	for _, r := range resps {
-		if r.Status < 200 || r.Status > 299 {
-			return "", fmt.Errorf("%s: a concurrent retry with the same Idempotency-Key and body failed%s", r, bodyHint(r))
-		}
-		m, err := r.Object()
-		if err != nil {
-			return "", err
-		}
-		id, _ := m["id"].(string)
-		ids[id]++
-	}
-	if len(ids) == 1 {
-		for id := range ids {
-			return id, nil
-		}
-	}
-	var seen []string
-	for id, n := range ids {
-		seen = append(seen, fmt.Sprintf("%q×%d", id, n))
-	}
-	sort.Strings(seen)
-	return "", fmt.Errorf("%d concurrent retries with one Idempotency-Key and body named %d resources (%s), want exactly one", len(resps), len(ids), strings.Join(seen, ", "))
 }

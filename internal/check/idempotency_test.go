@@ -30,17 +30,3 @@ func TestReplayed(t *testing.T) {
 		t.Errorf("Replayed(first failed) = %v", err)
 	}
 }
-
-func TestOneResource(t *testing.T) {
-	a := resp(202, `{"id":"t1"}`)
-	if id, err := OneResource([]*client.Response{a, a, resp(200, `{"id":"t1"}`)}); err != nil || id != "t1" {
-		t.Errorf("OneResource(same) = %q, %v", id, err)
-	}
-	_, err := OneResource([]*client.Response{a, resp(202, `{"id":"t2"}`), a})
-	if err == nil || !strings.Contains(err.Error(), `named 2 resources ("t1"×2, "t2"×1)`) {
-		t.Errorf("OneResource(two) = %v", err)
-	}
-	if _, err := OneResource([]*client.Response{a, resp(500, `{}`)}); err == nil || !strings.Contains(err.Error(), "failed") {
-		t.Errorf("OneResource(failure) = %v", err)
-	}
-}

@@ -41,7 +41,11 @@ func FuzzRESTChecks(f *testing.F) {
 			ParamNames(r, e, "input")
 		}
 		Replayed(r, r, "input")
-		OneResource([]*client.Response{r, r})
+		KeyedRound("POST /x", true, []*client.Response{r, r})
+		KeyedRound("POST /x", false, []*client.Response{r, r})
+		Settled("POST /x", true, "x", r)
+		AnswerID(r)
+		Retryable(r)
 		NoSecret(r, func(string) bool { return false })
 	})
 }

@@ -127,11 +127,35 @@ type Config struct {
 	// conform's command line. It may hold credentials, so reports show
 	// only whether it was set.
 	AgentCommand []string
+	// Concurrency bounds the concurrency checks (docs/concurrency.md).
+	Concurrency Concurrency
 	// ACPAuthMethod is the id of one of the agent's authMethods: every
 	// spec calls authenticate with it after initialize (acp-harbor;
 	// docs/acp-harbor.md, "Agents that need authentication"). "" = never.
 	ACPAuthMethod string
 }
+
+// Concurrency bounds the checks that race clients against each other: how
+// many requests fire at once, how many rounds each check runs, the rate
+// the bursts may reach over time, and the deadline of one round.
+type Concurrency struct {
+	// N is how many requests (or clients) a round fires at once; 1 runs no
+	// race at all (the concurrency checks are then unverified).
+	N int
+	// Rounds is how many rounds each check runs; 0 = each check's own
+	// default, sized so a race the reference Harness's faults plant shows
+	// in at least 99 % of runs (docs/performance.md).
+	Rounds int
+	// Rate caps the requests per second the bursts reach over time (a
+	// burst of N may go at once); 0 = no cap.
+	Rate float64
+	// RoundTimeout is the deadline of one round, its reads included.
+	RoundTimeout time.Duration
+}
+
+// DefaultConcurrency is the number of requests a round fires at once:
+// sized for a 2-core CI runner that runs both conform and the target.
+const DefaultConcurrency = 8
 
 // OAuth configures how the run gets OAuth2 access tokens from the target's
 // token endpoint, and the refused-token fixtures of a third-party target.
@@ -169,6 +193,7 @@ func Defaults() Config {
 		ProtocolVersion: ProtocolVersion,
 		MaxBodyBytes:    8 << 20,
 		JUnit:           JUnitPerRequirement,
+		Concurrency:     Concurrency{N: DefaultConcurrency, Rate: 1000, RoundTimeout: 10 * time.Second},
 		NegativeBudget:  DefaultNegativeBudget,
 	}
 }
@@ -203,6 +228,20 @@ func durationSetting(key, help string, field func(*Config) *time.Duration, min, 
 			return nil
 		},
 		get: func(c *Config) string { return field(c).String() },
+	}
+}
+
+func intSetting(key, help string, field func(*Config) *int, min, max int) setting {
+	return setting{key: key, kind: "int", help: help,
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < min || n > max {
+				return fmt.Errorf("%q is not a whole number in [%d, %d]", v, min, max)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
 	}
 }
 
@@ -355,6 +394,21 @@ var settings = []setting{
 		get: func(c *Config) string { return c.JUnit }},
 	durationSetting("restart_timeout", "limit on the restart command, and then on the target answering GET /v1 again", func(c *Config) *time.Duration { return &c.Timeouts.Restart }, time.Second, time.Hour),
 
+	// The concurrency checks (docs/concurrency.md).
+	intSetting("concurrency", "requests (or clients) the concurrency checks fire at once, 1..64; 1 runs no race (those checks are then unverified)", func(c *Config) *int { return &c.Concurrency.N }, 1, 64),
+	intSetting("concurrency_rounds", "rounds each concurrency check runs, 0..1000 (0: each check's default, sized to catch the races it looks for in 99 % of runs)", func(c *Config) *int { return &c.Concurrency.Rounds }, 0, 1000),
+	{key: "concurrency_rate", kind: "number", help: "cap on the requests per second the concurrency checks' bursts reach over time (a burst of --concurrency still goes at once); 0: no cap",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1e6 || f != f {
+				return fmt.Errorf("%q is not a number in [0, 1000000]", v)
+			}
+			c.Concurrency.Rate = f
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatFloat(c.Concurrency.Rate, 'f', -1, 64) }},
+	durationSetting("concurrency_round_timeout", "deadline of one round of a concurrency check, its reads included", func(c *Config) *time.Duration { return &c.Concurrency.RoundTimeout }, 100*time.Millisecond, 10*time.Minute),
+
 	{key: "ws_trusted_dev", kind: "bool", help: "true: the target is a trusted development deployment, so WebSocket over plain ws:// to a host other than loopback is acceptable (EXT-WS-002); otherwise the suite sends no credential over ws:// to such a host and its WebSocket checks are unverified",
 		set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
@@ -464,7 +518,7 @@ type Setting struct {
 }
 
 // Kinds are the value types a Setting's Kind names, as -h shows them.
-var Kinds = []string{"duration", "int", "bool", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "name", "string"}
+var Kinds = []string{"duration", "int", "number", "bool", "list", "file", "url", "dir", "key", "expr", "id", "values", "command", "granularity", "name", "string"}
 
 // Settings lists every knob.
 func Settings() []Setting {

@@ -72,6 +72,9 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	Message string `json:"message"`
 	Remedy  string `json:"remedy,omitempty"` // with VerdictUnverified
+	// Repro reproduces the failure when the last recorded request alone
+	// does not: a race's script that fires a round's requests at once.
+	Repro string `json:"repro,omitempty"`
 	// At is how many exchanges the spec had made when the verdict was
 	// recorded: the exchange it is about is the At-th or an earlier one
 	// (0: not known).

@@ -158,7 +158,19 @@ type Requirement struct {
 	// Exclusion, when set, is why an observable requirement has no spec yet.
 	// An excluded mandatory requirement keeps its level from "conformant".
 	Exclusion string `yaml:"exclusion,omitempty" json:"exclusion,omitempty"`
+	// Kind is KindConcurrency for a requirement only a race can break: its
+	// checks fire requests at once, in rounds (docs/concurrency.md), and
+	// its specs carry the label LabelConcurrency. Empty for the others.
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
 }
+
+// KindConcurrency is the Kind of a requirement only a race can break.
+const KindConcurrency = "concurrency"
+
+// LabelConcurrency is the Ginkgo label of every spec that races clients
+// against each other: `--label-filter '!concurrency'` leaves them out, and
+// `--label-filter concurrency` runs only them.
+const LabelConcurrency = "concurrency"
 
 // Link is the requirement's spec section URL.
 func (r Requirement) Link() string {
@@ -226,6 +238,9 @@ func (r Requirement) Validate() error {
 	}
 	if !r.Observable && r.Exclusion != "" {
 		errs = append(errs, "exclusion only applies to observable requirements")
+	}
+	if r.Kind != "" && r.Kind != KindConcurrency {
+		errs = append(errs, fmt.Sprintf("kind %q is not empty or %s", r.Kind, KindConcurrency))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: %s", r.ID, strings.Join(errs, "; "))

@@ -51,6 +51,19 @@ func TestParseValid(t *testing.T) {
 	if _, ok := reg.Lookup("CORE-VER-999"); ok {
 		t.Error("Lookup of an unknown id succeeded")
 	}
+	raced, err := Parse(map[string][]byte{"core.yaml": []byte(strings.Replace(good, "observable: true", "observable: true\n  kind: concurrency", 1))})
+	if err != nil {
+		t.Fatalf("Parse with kind: concurrency: %v", err)
+	}
+	kinds := 0
+	for _, r := range raced.All() {
+		if r.Kind == KindConcurrency {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		t.Errorf("kind: concurrency on one entry: %d entries have it, want 1", kinds)
+	}
 }
 
 func TestParseRejects(t *testing.T) {
@@ -72,6 +85,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown key", base(entry("  colour: red\n")), "colour"},
 		{"source", base(strings.Replace(entry(""), "source: narrative", "source: blog", 1)), "source"},
 		{"anchor", base(strings.Replace(entry(""), "anchor: s", "anchor: Not An Anchor", 1)), "anchor"},
+		{"kind", base(entry("  kind: parallel\n")), "kind \"parallel\""},
 	} {
 		_, err := Parse(map[string][]byte{"core.yaml": []byte(tc.doc)})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

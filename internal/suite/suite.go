@@ -417,13 +417,37 @@ func Key(prefix string) string {
 }
 
 func record(req, verdict string, err error) evidence.Verdict {
-	return recordMsg(req, verdict, Env().Redactor.String(err.Error()), "")
+	return recordErr(req, verdict, Env().Redactor.String(err.Error()), err)
+}
+
+// Reproducible is an error that knows how to reproduce itself better than
+// the last recorded request: a race names every request a round fired at
+// once, and its reproduction is a script that fires them at once again
+// (internal/load). The report shows Repro where it shows a curl line.
+type Reproducible interface {
+	error
+	Repro() string
+}
+
+// recordErr is recordMsg for a failure err described by msg: its
+// reproduction goes with it when err has one (Reproducible).
+func recordErr(req, verdict, msg string, err error) evidence.Verdict {
+	var r Reproducible
+	repro := ""
+	if errors.As(err, &r) {
+		repro = Env().Redactor.String(r.Repro())
+	}
+	return recordVerdict(evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Repro: repro})
 }
 
 // recordMsg adds one verdict entry and notes that req has a verdict of its
 // own in this spec.
 func recordMsg(req, verdict, msg, remedy string) evidence.Verdict {
-	v := evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Remedy: remedy}
+	return recordVerdict(evidence.Verdict{Req: req, Verdict: verdict, Message: msg, Remedy: remedy})
+}
+
+func recordVerdict(v evidence.Verdict) evidence.Verdict {
+	req, verdict := v.Req, v.Verdict
 	st := current.Load()
 	if st != nil {
 		v.At = st.rec.Len()
@@ -561,7 +585,7 @@ func Must(req string, err error) {
 	msg := Env().Redactor.String(err.Error())
 	by := evidence.Verdict{Req: req, Verdict: evidence.VerdictFail, Message: msg}
 	blocked := unjudged(specReqs(), req)
-	v := recordMsg(req, evidence.VerdictFail, withBlocks(msg, blocked), "")
+	v := recordErr(req, evidence.VerdictFail, withBlocks(msg, blocked), err)
 	block(by, blocked)
 	var soft []evidence.Verdict
 	if st := current.Load(); st != nil {
@@ -594,7 +618,7 @@ func CheckBlocks(req string, err error, blocks ...string) bool {
 	verdict := classify(err)
 	msg := Env().Redactor.String(err.Error())
 	blocked := unjudged(blocks, req)
-	v := recordMsg(req, verdict, withBlocks(msg, blocked), "")
+	v := recordErr(req, verdict, withBlocks(msg, blocked), err)
 	block(evidence.Verdict{Req: req, Verdict: verdict, Message: msg}, blocked)
 	if st := current.Load(); st != nil {
 		st.vmu.Lock()

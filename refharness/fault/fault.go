@@ -105,6 +105,11 @@ type Fault struct {
 	TaskTimeout time.Duration
 	// Says is what the finding must say (narrowed runs: Card, OAuth).
 	Says string
+	// Race faults plant a bug that shows only when clients race (issue
+	// 23): the concurrency checks alone catch them, by chance in each
+	// round; BenchmarkRaceDetection measures how often per round and per
+	// run (docs/performance.md, "Races").
+	Race bool
 	// NotApplicable are requirements a narrowed run must then call not
 	// applicable (skip) rather than pass.
 	NotApplicable []string

@@ -22,8 +22,8 @@ func init() {
 	wireFault(fault.Fault{Name: "lists-without-page",
 		Doc:       "list answers carry no page object",
 		Fails:     []string{"CORE-PAGE-001"},
-		Tolerated: []string{"CORE-EVT-004"},
-		Why:       "the event-range walk reads lists too (CORE-EVT-004)"},
+		Tolerated: []string{"CORE-EVT-004", "CORE-RESUME-001"},
+		Why:       "the event-range walk reads lists too (CORE-EVT-004), as do the pagers of a session growing under appends (CORE-RESUME-001)"},
 		rewriting(func(_ *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && m["object"] == "list" {
 				delete(m, "page")
@@ -31,8 +31,10 @@ func init() {
 		}))
 
 	wireFault(fault.Fault{Name: "messages-reversed",
-		Doc:   "a session's message list is served in reverse order",
-		Fails: []string{"CORE-READ-012"}},
+		Doc:       "a session's message list is served in reverse order",
+		Fails:     []string{"CORE-READ-012"},
+		Tolerated: []string{"CORE-ORDER-001"},
+		Why:       "the reversed list disagrees with the event list on the order of messages appended at once (CORE-ORDER-001)"},
 		rewriting(func(r *http.Request, v any) {
 			if m, ok := v.(map[string]any); ok && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/messages") {
 				if data, ok := m["data"].([]any); ok {

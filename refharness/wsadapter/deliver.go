@@ -68,6 +68,14 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 	}
 	after := run.From
 	history := true
+	// FaultWSSubscribersLost: a session stream's run is woken by its own
+	// channel, registered in the subscriber list once the history is sent.
+	var sub *refharness.Subscription
+	if c.a.srv.Fault(refharness.FaultWSSubscribersLost) && c.st.Resource().Object == "session" {
+		sub = c.a.srv.Subscribe()
+		defer c.a.srv.Unsubscribe(sub)
+	}
+	registered := false
 	// FaultWSResumeSkipsEvent: a run from a cursor loses its first event.
 	skip := req.cursor != "" && c.a.srv.Fault(refharness.FaultWSResumeSkipsEvent)
 	for {
@@ -118,15 +126,31 @@ func (c *conn) runOnce(req runReq, hb *time.Ticker) (next runReq, ok bool) {
 				return runReq{}, false
 			}
 		}
-		select {
-		case <-b.Wake:
-		case <-c.done:
-			return runReq{}, false
-		case r := <-c.resume:
-			return r, true
-		case <-hb.C:
-			if c.ping() != nil {
+		wake := b.Wake
+		if sub != nil {
+			if !registered {
+				c.a.srv.Register(sub)
+				registered = true
+				continue // what was appended meanwhile: only the lost update is the bug
+			}
+			wake = sub.Wake
+		}
+		for woken := false; !woken; {
+			select {
+			case <-wake:
+				woken = true
+			case <-c.done:
 				return runReq{}, false
+			case r := <-c.resume:
+				return r, true
+			case <-hb.C:
+				if c.ping() != nil {
+					return runReq{}, false
+				}
+				// FaultWSSubscribersLost: the heartbeat only pings; a run
+				// nobody wakes stays asleep (else the tick would read the
+				// log and hide the lost registration within a heartbeat).
+				woken = sub == nil
 			}
 		}
 	}

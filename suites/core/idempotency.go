@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -12,20 +11,6 @@ import (
 	"github.com/harn-conform/conform/internal/client"
 	"github.com/harn-conform/conform/internal/suite"
 )
-
-// concurrentRetries is how many copies of one create race each other.
-const concurrentRetries = 8
-
-// countIn returns how many items of a complete list have id.
-func countIn(items []map[string]any, id string) int {
-	n := 0
-	for _, it := range items {
-		if idOf(it) == id {
-			n++
-		}
-	}
-	return n
-}
 
 var _ = Describe("Idempotency", func() {
 	It("replays a Task submit retried with the same key and body", suite.Req("CORE-IDEM-001"), func(ctx SpecContext) {
@@ -53,37 +38,6 @@ var _ = Describe("Idempotency", func() {
 		suite.Must("CORE-IDEM-002", check.Status(first, http.StatusOK, http.StatusCreated, http.StatusAccepted))
 		second := suite.Do(ctx, client.Request{Method: http.MethodPost, Path: path, Body: echoTask("another body"), IdempotencyKey: key}, "CORE-IDEM-002")
 		expectError(second, "CORE-IDEM-002", http.StatusConflict, "idempotency_key_reused")
-	})
-
-	It("creates one Task for concurrent retries of one submit", suite.Req("CORE-IDEM-003"), func(ctx SpecContext) {
-		sess := sessionID(ctx, "CORE-IDEM-003")
-		req := client.Request{Method: http.MethodPost, Path: "/v1/sessions/" + client.Seg(sess) + "/tasks", Body: echoTask("race"), IdempotencyKey: suite.Key("idem-race")}
-		c := suite.Client()
-		resps := make([]*client.Response, concurrentRetries)
-		errs := make([]error, concurrentRetries)
-		var wg sync.WaitGroup
-		for i := range concurrentRetries {
-			wg.Go(func() { resps[i], errs[i] = c.Do(ctx, req) })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			suite.Transport(err, "CORE-IDEM-003")
-		}
-		id, err := check.OneResource(resps)
-		suite.Check("CORE-IDEM-003", err)
-		items, complete, readable := listAll(ctx, "CORE-IDEM-003", "/v1/sessions/"+client.Seg(sess)+"/tasks", nil)
-		if !readable {
-			listFailed("CORE-IDEM-003", "CORE-IDEM-003")
-		}
-		if complete && len(items) != 1 {
-			var ids []string
-			for _, it := range items {
-				ids = append(ids, idOf(it))
-			}
-			suite.Check("CORE-IDEM-003", fmt.Errorf("GET /v1/sessions/%s/tasks lists %d tasks %v after %d concurrent retries of one submit, want 1", sess, len(items), ids, concurrentRetries))
-		} else if complete && id != "" && countIn(items, id) != 1 {
-			suite.Check("CORE-IDEM-003", fmt.Errorf("GET /v1/sessions/%s/tasks does not list the task %q every retry named", sess, id))
-		}
 	})
 
 	It("replays a Message append retried with the same key and body", suite.Req("CORE-IDEM-004"), func(ctx SpecContext) {
