@@ -1101,25 +1101,24 @@ func mapValues(m map[string]string) []string {
 	return vs
 }
 
-// The GitLab template is a hidden job to extend, on the Go release go.mod
-// names, keeping the reports and the JUnit report whatever the verdict;
-// its script, run as GitLab runs it (one shell, conform already on PATH,
-// the checkout in CONFORM_SRC), gates on a broken target with exit 1 and
-// leaves the files its artifacts name.
-func TestDistGitLabTemplate(t *testing.T) {
-	t.Parallel()
-	var tpl map[string]struct {
-		Image     string            `yaml:"image"`
-		Variables map[string]string `yaml:"variables"`
-		Script    []string          `yaml:"script"`
-		Artifacts struct {
-			When    string   `yaml:"when"`
-			Paths   []string `yaml:"paths"`
-			Reports struct {
-				JUnit string `yaml:"junit"`
-			} `yaml:"reports"`
-		} `yaml:"artifacts"`
-	}
+// gitlabJob is what the tests read of a GitLab job.
+type gitlabJob struct {
+	Image     string            `yaml:"image"`
+	Variables map[string]string `yaml:"variables"`
+	Script    []string          `yaml:"script"`
+	Artifacts struct {
+		When    string   `yaml:"when"`
+		Paths   []string `yaml:"paths"`
+		Reports struct {
+			JUnit string `yaml:"junit"`
+		} `yaml:"reports"`
+	} `yaml:"artifacts"`
+}
+
+// gitlabTemplate is the GitLab template's hidden job .conform.
+func gitlabTemplate(t *testing.T) gitlabJob {
+	t.Helper()
+	var tpl map[string]gitlabJob
 	if err := yaml.Unmarshal([]byte(readRepoFile(t, ".ci/gitlab/conform.gitlab-ci.yml")), &tpl); err != nil {
 		t.Fatalf("the GitLab template: %v", err)
 	}
@@ -1127,6 +1126,17 @@ func TestDistGitLabTemplate(t *testing.T) {
 	if !ok {
 		t.Fatalf("no hidden job .conform in the template (have %v)", mapKeys(tpl))
 	}
+	return job
+}
+
+// The GitLab template is a hidden job to extend, on the Go release go.mod
+// names, keeping the reports and the JUnit report whatever the verdict;
+// its script, run as GitLab runs it (one shell, conform already on PATH,
+// the checkout in CONFORM_SRC), gates on a broken target with exit 1 and
+// leaves the files its artifacts name.
+func TestDistGitLabTemplate(t *testing.T) {
+	t.Parallel()
+	job := gitlabTemplate(t)
 	out := job.Variables["CONFORM_OUT"]
 	if job.Image != "golang:"+goMinor(t) || out == "" || job.Artifacts.When != "always" ||
 		!slices.Contains(job.Artifacts.Paths, out+"/") || job.Artifacts.Reports.JUnit != out+"/junit.xml" || len(job.Script) == 0 {

@@ -3,13 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/harn-conform/conform/reports"
 )
@@ -134,6 +141,436 @@ func TestDocsZeroToGreen(t *testing.T) {
 	for _, l := range r.Levels {
 		if l.Status != reports.Conformant {
 			t.Errorf("%s: %s (%s), want conformant", l.Level, l.Status, l.Why)
+		}
+	}
+}
+
+// docReport reads the conform.json a docs' command wrote, failing with the
+// command's output when there is none.
+func docReport(t *testing.T, path, log string) *reports.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no report: %v\n%.6000s", err, log)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &r
+}
+
+// byID is a report's requirements by id.
+func byID(r *reports.Report) map[string]reports.ReqResult {
+	m := map[string]reports.ReqResult{}
+	for _, q := range r.Requirements {
+		m[q.ID] = q
+	}
+	return m
+}
+
+// nonLoopbackIPv4 is an IPv4 address of an up interface of this machine
+// that is neither loopback nor link-local, or "" when it has none.
+func nonLoopbackIPv4() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip := n.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+					return ip.String()
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// docs/ci.md's GitLab job with a Harness service, run as GitLab runs it:
+// its variables over the template's, the template's script, `conform
+// serve` standing in for the service on a non-loopback address of this
+// machine (a service reached by name is not loopback either). The job
+// marks the CI network trusted, so the WebSocket checks run: nothing
+// fails, EXT-WS-002 passes, and what is unverified is only what the job
+// gives no settings for (a restart command, more actors, an OAuth2
+// client). Without CONFORM_WS_TRUSTED_DEV the same target fails EXT-WS-002:
+// the setting is needed.
+func TestDocsGitLabServices(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs conform serve and every claimed level")
+	}
+	t.Parallel()
+	var example struct {
+		Conformance struct {
+			Extends  string `yaml:"extends"`
+			Services []struct {
+				Name  string `yaml:"name"`
+				Alias string `yaml:"alias"`
+			} `yaml:"services"`
+			Variables map[string]string `yaml:"variables"`
+		} `yaml:"conformance"`
+	}
+	if err := yaml.Unmarshal([]byte(docBlock(t, "docs/ci.md", "## GitLab CI", "yaml")), &example); err != nil {
+		t.Fatalf("docs/ci.md's GitLab job: %v", err)
+	}
+	job := example.Conformance
+	if job.Extends != ".conform" || len(job.Services) != 1 || job.Services[0].Alias != "harness" || job.Variables["CONFORM_TARGET"] != "http://harness:8080" {
+		t.Fatalf("docs/ci.md's GitLab job is no longer a .conform job with one service, alias harness, and CONFORM_TARGET http://harness:8080: %+v", job)
+	}
+	if job.Variables["CONFORM_WS_TRUSTED_DEV"] != "true" {
+		t.Errorf("the job does not set CONFORM_WS_TRUSTED_DEV: \"true\": against a service reached by name over plain HTTP EXT-WS-002 fails")
+	}
+	ip := nonLoopbackIPv4()
+	if ip == "" {
+		t.Skip("this machine has no up interface with a non-loopback IPv4 address to serve the stand-in service on")
+	}
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := net.JoinHostPort(ip, port)
+	startServe(t, service)
+	tpl := gitlabTemplate(t)
+	run := func(vars map[string]string) (int, string, *reports.Report) {
+		t.Helper()
+		env := map[string]string{"CI": "true", "GITLAB_CI": "true"}
+		maps.Copy(env, tpl.Variables)
+		maps.Copy(env, vars)
+		env["CONFORM_SRC"] = repoRoot(t) // a checkout is there already: no clone
+		env["CONFORM_API_KEY"] = testKey // the masked CI/CD variable
+		env["CONFORM_TARGET"] = strings.Replace(env["CONFORM_TARGET"], "harness:8080", service, 1)
+		dir := t.TempDir()
+		code, log := runSh(t, dir, ciEnv(env), "-e", "-c", strings.Join(tpl.Script, "\n"))
+		noKey(t, testKey, map[string]string{"the job's log": log})
+		return code, log, docReport(t, filepath.Join(dir, env["CONFORM_OUT"], reports.JSONFile), log)
+	}
+
+	code, log, r := run(job.Variables)
+	if code != 1 || r.ExitCode != 1 {
+		t.Errorf("exit %d (report %d), want 1: Core is partial without a restart command", code, r.ExitCode)
+	}
+	vs := byID(r)
+	if v := vs["EXT-WS-002"]; v.Verdict != reports.Pass {
+		t.Errorf("EXT-WS-002: %s (%s), want pass", v.Verdict, v.Message)
+	}
+	// What the job gives no settings for, and nothing else.
+	remedies := []string{"--restart-cmd", "--second-api-key-file", "--read-only-api-key-file", "--oauth-client-id"}
+	for _, q := range r.Requirements {
+		switch {
+		case q.Verdict == reports.Fail || q.Verdict == reports.Error:
+			t.Errorf("%s: %s (%s)", q.ID, q.Verdict, q.Message)
+		case strings.HasPrefix(q.ID, "EXT-WS-") && q.Verdict == reports.Unverified:
+			t.Errorf("%s unverified (%s): the WebSocket checks did not run", q.ID, q.Message)
+		case q.Verdict == reports.Unverified && (q.Keyword == "MUST" || q.Keyword == "MUST NOT") &&
+			!slices.ContainsFunc(remedies, func(f string) bool { return strings.Contains(q.Remedy, f) }):
+			t.Errorf("%s unverified (%s; remedy %q): want only what the job gives no settings for (%v)", q.ID, q.Message, q.Remedy, remedies)
+		}
+	}
+	for _, id := range []string{"CORE-DUR-001", "CORE-DUR-002"} {
+		if v := vs[id]; v.Verdict != reports.Unverified {
+			t.Errorf("%s: %s, want unverified (the job gives no restart command)", id, v.Verdict)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the job's log:\n%.8000s", log)
+	}
+
+	// Without the setting: the WebSocket area alone, for time.
+	vars := maps.Clone(job.Variables)
+	delete(vars, "CONFORM_WS_TRUSTED_DEV")
+	vars["CONFORM_LEVELS"], vars["CONFORM_AREAS"] = "extended", "EXT-WS"
+	code, log, r = run(vars)
+	if v := byID(r)["EXT-WS-002"]; code != 1 || v.Verdict != reports.Fail || !strings.Contains(v.Message, "--ws-trusted-dev") {
+		t.Errorf("without CONFORM_WS_TRUSTED_DEV: exit %d, EXT-WS-002 %s (%s); want exit 1 and EXT-WS-002 failed, naming --ws-trusted-dev\n%.6000s", code, v.Verdict, v.Message, log)
+	}
+}
+
+// docs/ci.md's plain-script GitHub Actions steps, run in order as a runner
+// runs them (bash -eo pipefail in the workspace, RUNNER_TEMP,
+// GITHUB_STEP_SUMMARY…; a later step only if: always() after a failure),
+// with this repository for GitHub, `conform serve` for ./my-harness and a
+// free port: the build step builds the pinned conform, the conformance
+// step exits 1 (Core partial: no restart command) with its report, and the
+// summary step appends summary.md to the step summary.
+func TestDocsPlainScript(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("builds the pinned conform and runs every claimed level")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "### With a plain script", "yaml")
+	var job struct {
+		Steps []struct {
+			Name string            `yaml:"name"`
+			Uses string            `yaml:"uses"`
+			If   string            `yaml:"if"`
+			Env  map[string]string `yaml:"env"`
+			Run  string            `yaml:"run"`
+		} `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal([]byte(block), &job); err != nil {
+		t.Fatalf("docs/ci.md's plain-script steps: %v", err)
+	}
+	steps := job.Steps
+	const upstream, harness = "https://github.com/harn-conform/conform", "./my-harness --listen 127.0.0.1:8080"
+	pin := regexp.MustCompile(regexp.QuoteMeta(upstream) + ` ([0-9a-f]{40})\b`).FindStringSubmatch(block)
+	if pin == nil || !strings.Contains(block, harness) {
+		t.Fatalf("the steps no longer fetch conform from %s at a commit and start %q:\n%s", upstream, harness, block)
+	}
+	root := repoRoot(t)
+	if err := exec.Command("git", "-C", root, "cat-file", "-e", pin[1]+"^{commit}").Run(); err != nil {
+		t.Skipf("the pinned commit %s is not in this clone (%v): a shallow clone?", pin[1], err)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash, the shell of a run: step on GitHub's Linux runners")
+	}
+	addr := freeAddr(t)
+	subst := strings.NewReplacer(upstream, root, harness, "conform serve --addr "+addr, "127.0.0.1:8080", addr)
+	r := newGitHubRunner(t)
+	r.env["GITHUB_ENV"] = filepath.Join(r.env["RUNNER_TEMP"], "github_env")
+	if err := os.WriteFile(r.env["GITHUB_ENV"], nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := regexp.MustCompile(`^\$\{\{ secrets\.\w+ \}\}$`)
+	type result struct {
+		name string
+		code int
+		log  string
+	}
+	var ran []result
+	failed := false
+	for i, st := range steps {
+		if st.Run == "" {
+			continue // actions/checkout, setup-go (Go is here), upload-artifact
+		}
+		if failed && !strings.Contains(st.If, "always()") {
+			continue
+		}
+		env := maps.Clone(r.env)
+		for k, v := range st.Env {
+			if strings.Contains(v, "${{") {
+				if !secret.MatchString(v) {
+					t.Fatalf("step %d: %s: %q is an expression the test does not stand in for", i, k, v)
+				}
+				v = testKey // the repository secret
+			}
+			env[k] = v
+		}
+		env["CONFORM_SERVE_API_KEY"] = testKey // the stand-in Harness's own configuration
+		script := filepath.Join(r.env["RUNNER_TEMP"], fmt.Sprintf("step-%d.sh", i))
+		if err := os.WriteFile(script, []byte(subst.Replace(st.Run)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
+		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-eo", "pipefail", script)
+		cmd.Dir, cmd.Env = r.workspace, ciEnv(env)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the Harness it starts in the background too
+		release := direct()
+		out, err := cmd.CombinedOutput()
+		release()
+		hung := ctx.Err() != nil
+		cancel()
+		if cmd.Process != nil {
+			pgid := cmd.Process.Pid
+			t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+		}
+		if hung {
+			t.Fatalf("step %q hung:\n%s", st.Name, out)
+		}
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		failed = failed || code != 0
+		ran = append(ran, result{st.Name, code, string(out)})
+	}
+	want := []result{{name: "build conform"}, {name: "conformance", code: 1}, {name: "conformance summary"}}
+	if len(ran) != len(want) {
+		t.Fatalf("ran %d steps, want %d: %+v", len(ran), len(want), ran)
+	}
+	for i, w := range want {
+		if ran[i].name != w.name || ran[i].code != w.code {
+			log, _ := os.ReadFile(filepath.Join(r.workspace, "harness.log"))
+			t.Fatalf("step %q exited %d, want step %q exiting %d:\n%.6000s\nharness.log:\n%.2000s", ran[i].name, ran[i].code, w.name, w.code, ran[i].log, log)
+		}
+	}
+	if b, err := exec.Command(filepath.Join(r.env["RUNNER_TEMP"], "conform"), "version").CombinedOutput(); err != nil {
+		t.Errorf("the conform the build step built: %v\n%s", err, b)
+	}
+	// The pinned conform's report, read as far as this test needs it.
+	var rep struct {
+		Levels []struct {
+			Level, Status string
+		} `json:"levels"`
+		Requirements []struct {
+			ID, Verdict string
+		} `json:"requirements"`
+	}
+	b, err := os.ReadFile(filepath.Join(r.workspace, "conform-report", reports.JSONFile))
+	if err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("the conformance step's report: %v", err)
+	}
+	for _, l := range rep.Levels {
+		if l.Level == "core" && l.Status != "partial" {
+			t.Errorf("core: %s, want partial (no restart command)", l.Status)
+		}
+	}
+	for _, q := range rep.Requirements {
+		if q.Verdict == "fail" || q.Verdict == "error" || strings.HasPrefix(q.ID, "CORE-DUR-") && q.Verdict != "unverified" {
+			t.Errorf("%s: %s", q.ID, q.Verdict)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(r.workspace, "conform-report", reports.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.stepSummary(t); got != string(md) {
+		t.Errorf("the step summary is not summary.md:\n%.2000s", got)
+	}
+	logs := map[string]string{"the step summary": r.stepSummary(t)}
+	for _, s := range ran {
+		logs["the log of "+s.name] = s.log
+	}
+	noKey(t, testKey, logs)
+}
+
+// docs/ci.md's second-actor block, run verbatim as typed into a shell
+// (conform on PATH, the port changed to a free one): conform serve makes
+// the three keys, the run reads them from their files and Extended is
+// conformant, the authorization checks of the second and read-only actors
+// passed, no key in the output or the reports, and the block stops the
+// server it started.
+func TestDocsSecondActor(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs conform serve and the Extended suite")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "## A second actor (`--second-api-key`, `--read-only-api-key`)", "sh")
+	if !strings.Contains(block, "127.0.0.1:8080") {
+		t.Fatalf("the block names no 127.0.0.1:8080 to move to a free port:\n%s", block)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))) // as typed: no -e
+	cmd.Dir, cmd.Env = dir, ciEnv(nil)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the background server too
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	release := direct()
+	out, err := cmd.CombinedOutput()
+	release()
+	if ctx.Err() != nil {
+		t.Fatalf("the block hung:\n%s", out)
+	}
+	serveLog, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		t.Errorf("the block ended with %v (its last command stops the server it started)", err)
+	}
+	r := docReport(t, filepath.Join(dir, "conform-report", reports.JSONFile), string(out))
+	if r.ExitCode != 0 {
+		t.Errorf("conform run exited %d, want 0", r.ExitCode)
+	}
+	for _, l := range r.Levels {
+		if l.Level == "extended" && l.Status != reports.Conformant {
+			t.Errorf("extended: %s (%s), want conformant", l.Status, l.Why)
+		}
+	}
+	vs := byID(r)
+	for _, id := range []string{"EXT-AUTHZ-001", "EXT-AUTHZ-002", "EXT-AUTHZ-008", "EXT-AUTHZ-009", "EXT-OAUTH-001"} {
+		if v := vs[id]; v.Verdict != reports.Pass {
+			t.Errorf("%s: %s (%s), want pass: the key files were not used", id, v.Verdict, v.Message)
+		}
+	}
+	texts := map[string]string{"the output": string(out), "serve.log": string(serveLog)}
+	for _, f := range []string{reports.JSONFile, reports.MarkdownFile, "junit.xml", "report.html"} {
+		b, _ := os.ReadFile(filepath.Join(dir, "conform-report", f))
+		texts[f] = string(b)
+	}
+	for _, f := range []string{"api-key", "second-api-key", "read-only-api-key"} {
+		key, err := readKeyLine(filepath.Join(dir, "data", f), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noKey(t, key, texts)
+	}
+	if t.Failed() {
+		t.Logf("the block's output:\n%.6000s\nserve.log:\n%.2000s", out, serveLog)
+	}
+}
+
+// The README's first block: its first line, the selftest, runs verbatim
+// from the checkout and is conformant; its second, the test command, is
+// what .ci/run runs (in its two parts, each a line of the script).
+func TestDocsReadmeSelftest(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("builds conform and runs the selftest")
+	}
+	t.Parallel()
+	fs := fences(readRepoFile(t, "README.md"))
+	if len(fs) == 0 || fs[0].lang != "sh" {
+		t.Fatal("the README's first block is not sh")
+	}
+	first, _, _ := strings.Cut(fs[0].body, "\n")
+	if !strings.HasPrefix(first, "go run ./cmd/conform selftest ") {
+		t.Fatalf("the README's first line is %q, not the selftest", first)
+	}
+	dir := docsWorkdir(t)
+	code, out := runSh(t, dir, ciEnv(nil), "-c", first)
+	if code != 0 {
+		t.Fatalf("%s: exit %d, want 0\n%.6000s", first, code, out)
+	}
+	r := docReport(t, filepath.Join(dir, "conform-report", reports.JSONFile), out)
+	run := 0
+	for _, l := range r.Levels {
+		if !l.Run {
+			continue
+		}
+		run++
+		if l.Status != reports.Conformant {
+			t.Errorf("%s: %s (%s), want conformant", l.Level, l.Status, l.Why)
+		}
+	}
+	if run == 0 {
+		t.Error("the selftest checked no level")
+	}
+}
+
+// The README's test command cannot run itself; .ci/run runs it, each part
+// of it a line of the script.
+func TestDocsReadmeTestCommand(t *testing.T) {
+	t.Parallel()
+	fs := fences(readRepoFile(t, "README.md"))
+	var lines []string
+	if len(fs) > 0 {
+		lines = strings.Split(fs[0].body, "\n")
+	}
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], "go test ") {
+		t.Fatal("the README's first block's second line is not the test command")
+	}
+	command, _, _ := strings.Cut(lines[1], "#")
+	script := strings.Split(readRepoFile(t, ".ci/run"), "\n")
+	for _, part := range strings.Split(strings.TrimSpace(command), " && ") {
+		if !slices.Contains(script, part) {
+			t.Errorf(".ci/run has no line %q (the README's test command, %q)", part, strings.TrimSpace(command))
 		}
 	}
 }
