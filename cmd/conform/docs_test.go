@@ -574,3 +574,54 @@ func TestDocsReadmeTestCommand(t *testing.T) {
 		}
 	}
 }
+
+// commentExample is the example a source file's header comment quotes: the
+// comment lines from the one that reads "#   "+first on, each without its
+// "#   ", up to the first "#" line that the example does not go on after.
+func commentExample(t *testing.T, path, first string) string {
+	t.Helper()
+	lines := strings.Split(readRepoFile(t, path), "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "#   "+first) })
+	if start < 0 {
+		t.Fatalf("%s's header comment quotes no example starting %q", path, first)
+	}
+	var ex []string
+	for i := start; i < len(lines); i++ {
+		l := lines[i]
+		if l == "#" && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "#   ") {
+			ex = append(ex, "")
+			continue
+		}
+		body, ok := strings.CutPrefix(l, "#   ")
+		if !ok {
+			break
+		}
+		ex = append(ex, body)
+	}
+	return strings.Join(ex, "\n") + "\n"
+}
+
+// The examples the sources' header comments quote are the docs' blocks,
+// word for word: the GitLab template's is docs/ci.md's GitLab job, the
+// Dockerfile's docs/ci.md's docker commands, action.yml's the README's use
+// of the action.
+func TestDocsQuotedCopies(t *testing.T) {
+	t.Parallel()
+	if got, want := commentExample(t, ".ci/gitlab/conform.gitlab-ci.yml", "include:"), docBlock(t, "docs/ci.md", "## GitLab CI", "yaml"); got != want {
+		t.Errorf("the GitLab template's header quotes\n%s\nbut docs/ci.md's GitLab job is\n%s", got, want)
+	}
+	var docker string
+	for _, f := range fences(readRepoFile(t, "docs/ci.md")) {
+		if f.lang == "sh" && strings.Contains(f.body, "docker build") {
+			docker = f.body
+			break
+		}
+	}
+	if got := commentExample(t, "Dockerfile", "docker build"); docker == "" || got != docker {
+		t.Errorf("the Dockerfile's header quotes\n%s\nbut docs/ci.md's docker block is\n%s", got, docker)
+	}
+	use := commentExample(t, "action.yml", "- uses: harn-conform/conform@")
+	if readme := docBlock(t, "README.md", "## Use it as a CI gate", "yaml"); !strings.Contains(readme, use) {
+		t.Errorf("action.yml's header quotes\n%s\nwhich the README's use of the action does not contain:\n%s", use, readme)
+	}
+}
