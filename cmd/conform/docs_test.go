@@ -625,3 +625,74 @@ func TestDocsQuotedCopies(t *testing.T) {
 		t.Errorf("action.yml's header quotes\n%s\nwhich the README's use of the action does not contain:\n%s", use, readme)
 	}
 }
+
+// docs/ci.md's docker block, run verbatim in the checkout (its port changed
+// to a free one) with a stand-in for docker (testdata/fake-docker.sh): the
+// build goes through .ci/build.sh with the commit, as the Dockerfile's;
+// the image's `conform version` names that commit; and the run, with only
+// the -e variables, the -v mount and the caller's --user, reaches `conform
+// serve` on the host's loopback, exits 1 (Core partial: no restart
+// command) and leaves its reports in the mounted conform-report. A real
+// engine's build and run are TestDistDockerImage's.
+func TestDocsDocker(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("builds conform and runs every claimed level")
+	}
+	t.Parallel()
+	var block string
+	for _, f := range fences(readRepoFile(t, "docs/ci.md")) {
+		if f.lang == "sh" && strings.Contains(f.body, "docker build") {
+			block = f.body
+			break
+		}
+	}
+	if !strings.Contains(block, "127.0.0.1:8080") || !strings.Contains(block, "-e CONFORM_API_KEY") {
+		t.Fatalf("docs/ci.md's docker block runs no conform run against 127.0.0.1:8080 with -e CONFORM_API_KEY:\n%s", block)
+	}
+	root := repoRoot(t)
+	gitDir, err := exec.Command("git", "-C", root, "rev-parse", "--absolute-git-dir").Output()
+	if err != nil {
+		t.Skipf("no git checkout here (%v): the block's build names the commit from git", err)
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := docsWorkdir(t)
+	for _, f := range []string{".ci", "Dockerfile"} { // the build context
+		if err := os.Symlink(filepath.Join(root, f), filepath.Join(dir, f)); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	bin := t.TempDir()
+	fake, err := os.ReadFile(filepath.Join("testdata", "fake-docker.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "docker"), fake, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startServe(t, addr)
+	env := ciEnv(map[string]string{"FAKE_DOCKER_IMAGES": t.TempDir(), "GIT_DIR": strings.TrimSpace(string(gitDir)), "CONFORM_API_KEY": testKey})
+	for i, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
+		}
+	}
+	code, out := runSh(t, dir, env, "-c", strings.ReplaceAll(block, "127.0.0.1:8080", addr))
+	if want := "(commit " + strings.TrimSpace(string(head)); !strings.Contains(out, want) {
+		t.Errorf("the image's conform version does not say %q:\n%.6000s", want, out)
+	}
+	if code != 1 {
+		t.Fatalf("the block exited %d, want 1 (conform run: Core partial without --restart-cmd):\n%.6000s", code, out)
+	}
+	r := docReport(t, filepath.Join(dir, "conform-report", reports.JSONFile), out)
+	for _, q := range r.Requirements {
+		if q.Verdict == reports.Fail || q.Verdict == reports.Error || strings.HasPrefix(q.ID, "CORE-DUR-") && q.Verdict != reports.Unverified {
+			t.Errorf("%s: %s (%s)", q.ID, q.Verdict, q.Message)
+		}
+	}
+	noKey(t, testKey, map[string]string{"the output": out})
+}
