@@ -696,3 +696,43 @@ func TestDocsDocker(t *testing.T) {
 	}
 	noKey(t, testKey, map[string]string{"the output": out})
 }
+
+// docs/ci.md's baseline recipe, run verbatim with the test's binary as
+// ./conform against `conform serve` (its port changed to a free one, the
+// key in CONFORM_API_KEY): the first run's unverified MUSTs go into the
+// baseline, and the run with it exits 0, each of them expected.
+func TestDocsBaseline(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs every claimed level twice")
+	}
+	t.Parallel()
+	block := docBlock(t, "docs/ci.md", "## Known failures: a baseline", "sh")
+	if !strings.Contains(block, "127.0.0.1:8080") {
+		t.Fatalf("the block names no 127.0.0.1:8080 to move to a free port:\n%s", block)
+	}
+	addr := freeAddr(t)
+	startServe(t, addr)
+	dir := t.TempDir()
+	b, err := os.ReadFile(conformBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// As typed into a shell: no -e, the last command's exit code.
+	code, out := runSh(t, dir, ciEnv(map[string]string{"CONFORM_API_KEY": testKey}), "-c", strings.ReplaceAll(block, "127.0.0.1:8080", addr))
+	if code != 0 {
+		t.Fatalf("the block exited %d, want 0 (the run with the baseline):\n%.8000s", code, out)
+	}
+	baseline, err := os.ReadFile(filepath.Join(dir, "conform-baseline.yaml"))
+	if err != nil || !strings.Contains(string(baseline), "CORE-DUR-001") {
+		t.Errorf("conform-baseline.yaml (%v) does not list CORE-DUR-001, unverified without a restart command:\n%s", err, baseline)
+	}
+	r := docReport(t, filepath.Join(dir, "conform-report", reports.JSONFile), out)
+	if r.Baseline == nil || !slices.Contains(r.Baseline.Expected, "CORE-DUR-001") || len(r.Baseline.Stale) != 0 {
+		t.Errorf("the run with the baseline: %+v, want CORE-DUR-001 expected and nothing stale", r.Baseline)
+	}
+	noKey(t, testKey, map[string]string{"the output": out, "the baseline": string(baseline)})
+}
