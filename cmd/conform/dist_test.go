@@ -95,13 +95,13 @@ func ciEnv(extra map[string]string) []string {
 // and returns its exit code and combined output.
 func runSh(t *testing.T, dir string, env []string, args ...string) (int, string) {
 	t.Helper()
+	release := direct() // first: the hang guard below times the script, not the wait for a slot
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)
 	cmd.Dir, cmd.Env = dir, env
-	release := direct()
 	b, err := cmd.CombinedOutput()
-	release()
 	if ctx.Err() != nil {
 		t.Fatalf("sh %v hung; output so far:\n%s", args, b)
 	}
@@ -1387,6 +1387,7 @@ func TestDistDocsTryLocally(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	release := direct() // first: the hang guard times the snippet, not the wait for a slot
 	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", script) // as typed into a shell: no -e
@@ -1397,7 +1398,6 @@ func TestDistDocsTryLocally(t *testing.T) {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
-	release := direct()
 	out, err := cmd.CombinedOutput()
 	release()
 	if ctx.Err() != nil {

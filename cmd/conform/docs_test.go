@@ -372,11 +372,11 @@ func TestDocsPlainScript(t *testing.T) {
 		if err := os.WriteFile(script, []byte(subst.Replace(st.Run)), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		release := direct() // first: the hang guard times the step, not the wait for a slot
 		ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-eo", "pipefail", script)
 		cmd.Dir, cmd.Env = r.workspace, ciEnv(env)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the Harness it starts in the background too
-		release := direct()
 		out, err := cmd.CombinedOutput()
 		release()
 		hung := ctx.Err() != nil
@@ -463,10 +463,11 @@ func TestDocsSecondActor(t *testing.T) {
 	if !strings.Contains(block, "127.0.0.1:8080") {
 		t.Fatalf("the block names no 127.0.0.1:8080 to move to a free port:\n%s", block)
 	}
-	dir := t.TempDir()
+	dir, script := t.TempDir(), strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))
+	release := direct() // first: the hang guard times the block, not the wait for a slot
 	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))) // as typed: no -e
+	cmd := exec.CommandContext(ctx, "sh", "-c", script) // as typed: no -e
 	cmd.Dir, cmd.Env = dir, ciEnv(nil)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the background server too
 	t.Cleanup(func() {
@@ -474,7 +475,6 @@ func TestDocsSecondActor(t *testing.T) {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
-	release := direct()
 	out, err := cmd.CombinedOutput()
 	release()
 	if ctx.Err() != nil {
