@@ -6,11 +6,12 @@
 #
 #   docker build -t conform --build-arg COMMIT="$(git rev-parse HEAD)" .
 #   docker run --rm conform version
-#   docker run --rm --network host -e CONFORM_API_KEY \
-#     -v "$PWD/conform-report:/work/conform-report" --user "$(id -u):$(id -g)" \
-#     conform run --target http://127.0.0.1:8080
+#   mkdir -p conform-report
+#   docker run --rm --network host --user "$(id -u):$(id -g)" -e CONFORM_API_KEY \
+#     -v "$PWD/conform-report:/work/conform-report" \
+#     conform run --target http://127.0.0.1:8080 --wait-for-target 60s --out conform-report
 #
-# See docs/ci.md. The build itself is .ci/build.sh, shared with the GitHub
+# See docs/ci.md, "Install" (this is its block: a test keeps the two the same). The build itself is .ci/build.sh, shared with the GitHub
 # Action and the GitLab template.
 
 ARG GO_VERSION=1.26

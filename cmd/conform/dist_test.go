@@ -95,13 +95,13 @@ func ciEnv(extra map[string]string) []string {
 // and returns its exit code and combined output.
 func runSh(t *testing.T, dir string, env []string, args ...string) (int, string) {
 	t.Helper()
+	release := direct() // first: the hang guard below times the script, not the wait for a slot
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)
 	cmd.Dir, cmd.Env = dir, env
-	release := direct()
 	b, err := cmd.CombinedOutput()
-	release()
 	if ctx.Err() != nil {
 		t.Fatalf("sh %v hung; output so far:\n%s", args, b)
 	}
@@ -1101,25 +1101,24 @@ func mapValues(m map[string]string) []string {
 	return vs
 }
 
-// The GitLab template is a hidden job to extend, on the Go release go.mod
-// names, keeping the reports and the JUnit report whatever the verdict;
-// its script, run as GitLab runs it (one shell, conform already on PATH,
-// the checkout in CONFORM_SRC), gates on a broken target with exit 1 and
-// leaves the files its artifacts name.
-func TestDistGitLabTemplate(t *testing.T) {
-	t.Parallel()
-	var tpl map[string]struct {
-		Image     string            `yaml:"image"`
-		Variables map[string]string `yaml:"variables"`
-		Script    []string          `yaml:"script"`
-		Artifacts struct {
-			When    string   `yaml:"when"`
-			Paths   []string `yaml:"paths"`
-			Reports struct {
-				JUnit string `yaml:"junit"`
-			} `yaml:"reports"`
-		} `yaml:"artifacts"`
-	}
+// gitlabJob is what the tests read of a GitLab job.
+type gitlabJob struct {
+	Image     string            `yaml:"image"`
+	Variables map[string]string `yaml:"variables"`
+	Script    []string          `yaml:"script"`
+	Artifacts struct {
+		When    string   `yaml:"when"`
+		Paths   []string `yaml:"paths"`
+		Reports struct {
+			JUnit string `yaml:"junit"`
+		} `yaml:"reports"`
+	} `yaml:"artifacts"`
+}
+
+// gitlabTemplate is the GitLab template's hidden job .conform.
+func gitlabTemplate(t *testing.T) gitlabJob {
+	t.Helper()
+	var tpl map[string]gitlabJob
 	if err := yaml.Unmarshal([]byte(readRepoFile(t, ".ci/gitlab/conform.gitlab-ci.yml")), &tpl); err != nil {
 		t.Fatalf("the GitLab template: %v", err)
 	}
@@ -1127,6 +1126,17 @@ func TestDistGitLabTemplate(t *testing.T) {
 	if !ok {
 		t.Fatalf("no hidden job .conform in the template (have %v)", mapKeys(tpl))
 	}
+	return job
+}
+
+// The GitLab template is a hidden job to extend, on the Go release go.mod
+// names, keeping the reports and the JUnit report whatever the verdict;
+// its script, run as GitLab runs it (one shell, conform already on PATH,
+// the checkout in CONFORM_SRC), gates on a broken target with exit 1 and
+// leaves the files its artifacts name.
+func TestDistGitLabTemplate(t *testing.T) {
+	t.Parallel()
+	job := gitlabTemplate(t)
 	out := job.Variables["CONFORM_OUT"]
 	if job.Image != "golang:"+goMinor(t) || out == "" || job.Artifacts.When != "always" ||
 		!slices.Contains(job.Artifacts.Paths, out+"/") || job.Artifacts.Reports.JUnit != out+"/junit.xml" || len(job.Script) == 0 {
@@ -1377,6 +1387,7 @@ func TestDistDocsTryLocally(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	release := direct() // first: the hang guard times the snippet, not the wait for a slot
 	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", script) // as typed into a shell: no -e
@@ -1387,7 +1398,6 @@ func TestDistDocsTryLocally(t *testing.T) {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
-	release := direct()
 	out, err := cmd.CombinedOutput()
 	release()
 	if ctx.Err() != nil {
