@@ -98,6 +98,10 @@ type Shot struct {
 	// Shell, when set, is the shell command that reproduces a Send shot
 	// (a curl -N that opens a stream).
 	Shell string
+	// Lag holds the shot this long after the round's release: a round
+	// that tries one order of arrival (one transport's requests inside the
+	// other's window) rather than whichever the network gives.
+	Lag time.Duration
 }
 
 // Refusal is a 429 or 503 answer the driver honoured by waiting and
@@ -257,6 +261,14 @@ func (d *Driver) Fire(ctx context.Context, shots []Shot) (*Round, error) {
 // shoot sends one shot, honouring 429 and 503 refusals within the round's
 // deadline.
 func (d *Driver) shoot(ctx context.Context, r *Round, s Shot) Answer {
+	if s.Lag > 0 {
+		t := time.NewTimer(s.Lag)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	var refusals []Refusal
 	for {
 		start := time.Since(r.Started)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/harn-conform/conform/internal/client"
@@ -197,4 +198,43 @@ func TestRaceReport(t *testing.T) {
 	if doc.Round != 2 || len(doc.Requests) != 3 || doc.Requests[0].Answer != "202 id task_a" || doc.Script != script {
 		t.Errorf("doc %+v", doc)
 	}
+}
+
+// A shot with a Lag goes that long after the round's release, the others
+// at once (in a synctest bubble, exactly: time passes only when every
+// shot waits).
+func TestFireLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(nil, Limits{N: 3, RoundTimeout: time.Minute})
+		var mu sync.Mutex
+		sent := map[string]time.Time{}
+		send := func(label string) func(context.Context) (Answer, error) {
+			return func(context.Context) (Answer, error) {
+				mu.Lock()
+				sent[label] = time.Now()
+				mu.Unlock()
+				return Answer{Status: 201}, nil
+			}
+		}
+		start := time.Now()
+		r, err := d.Fire(context.Background(), []Shot{
+			{Label: "now", Send: send("now")},
+			{Label: "later", Send: send("later"), Lag: 2 * time.Millisecond},
+			{Label: "also now", Send: send("also now")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sent["now"].Sub(start); got != 0 {
+			t.Errorf("a shot without a lag went %s after the release", got)
+		}
+		if got := sent["later"].Sub(start); got != 2*time.Millisecond {
+			t.Errorf("a shot with a 2ms lag went %s after the release", got)
+		}
+		for _, a := range r.Answers {
+			if a.Label == "later" && a.Start != 2*time.Millisecond {
+				t.Errorf("the lagged shot's start is %s in the timeline, want 2ms", a.Start)
+			}
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -36,6 +37,11 @@ const (
 // Default rounds of each check, sized so that each race the reference
 // Harness's faults plant shows in at least 99 % of runs
 // (docs/performance.md, "Concurrency checks").
+// wsLag is how long after the commands EXT-WS-016's REST requests go in
+// every other round (a few milliseconds: inside any window a late
+// recorded key leaves, and short of a command's whole round trip).
+const wsLag = 2 * time.Millisecond
+
 const (
 	roundsExtKeyed = 3
 	roundsWSMixed  = 6
@@ -318,9 +324,17 @@ var _ = Describe("Concurrency of Extended writes and WebSocket sessions", suite.
 			key := suite.Key("race-ws")
 			msg := xText(fmt.Sprintf("conform message sent over REST and WebSocket at once, round %d", i))
 			rest := client.Request{Method: http.MethodPost, Path: list, Body: map[string]any{"message": msg}, IdempotencyKey: key}
+			// Every other round the REST requests go wsLag after the
+			// commands: a REST request usually arrives first, and a
+			// command path that looks its key up on arrival and records it
+			// late races only requests that come after it.
+			var lag time.Duration
+			if i%2 == 1 {
+				lag = wsLag
+			}
 			var shots []load.Shot
 			for j := range n - k {
-				shots = append(shots, load.Shot{Label: fmt.Sprintf("rest#%d", j+1), Req: rest})
+				shots = append(shots, load.Shot{Label: fmt.Sprintf("rest#%d", j+1), Req: rest, Lag: lag})
 			}
 			for j, l := range links {
 				shots = append(shots, wsCommandShot(l, fmt.Sprintf("ws#%d", j+1), rest,
