@@ -10,7 +10,7 @@ import "fmt"
 // releases says (semver build metadata: the release it started from, plus
 // changes). docs/releasing.md is the procedure; TestDistVersion keeps this
 // constant, CHANGELOG.md and the docs' pinned commits in agreement.
-const releaseVersion = "0.3.0"
+const releaseVersion = "0.3.0+dev"
 
 // text is `conform version`'s line: the version, then the commit when it
 // is known, the protocol version and the Go release.
