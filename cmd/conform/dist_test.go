@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -1387,22 +1386,7 @@ func TestDistDocsTryLocally(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	release := direct() // first: the hang guard times the snippet, not the wait for a slot
-	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", script) // as typed into a shell: no -e
-	cmd.Dir, cmd.Env = dir, ciEnv(nil)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the background server too
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	out, err := cmd.CombinedOutput()
-	release()
-	if ctx.Err() != nil {
-		t.Fatalf("the snippet hung:\n%s", out)
-	}
+	out, err := runGroup(t, "the snippet", dir, ciEnv(nil), "sh", "-c", script) // as typed into a shell: no -e; the background server too
 	if err != nil {
 		t.Fatalf("the snippet failed (%v):\n%s", err, out)
 	}

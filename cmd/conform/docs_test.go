@@ -372,22 +372,9 @@ func TestDocsPlainScript(t *testing.T) {
 		if err := os.WriteFile(script, []byte(subst.Replace(st.Run)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		release := direct() // first: the hang guard times the step, not the wait for a slot
-		ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
-		cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", "-eo", "pipefail", script)
-		cmd.Dir, cmd.Env = r.workspace, ciEnv(env)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the Harness it starts in the background too
-		out, err := cmd.CombinedOutput()
-		release()
-		hung := ctx.Err() != nil
-		cancel()
-		if cmd.Process != nil {
-			pgid := cmd.Process.Pid
-			t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
-		}
-		if hung {
-			t.Fatalf("step %q hung:\n%s", st.Name, out)
-		}
+		// The Harness the step starts in the background lives on, in the
+		// step's process group, until the test ends.
+		out, err := runGroup(t, fmt.Sprintf("step %q", st.Name), r.workspace, ciEnv(env), bash, "--noprofile", "--norc", "-eo", "pipefail", script)
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
@@ -464,22 +451,7 @@ func TestDocsSecondActor(t *testing.T) {
 		t.Fatalf("the block names no 127.0.0.1:8080 to move to a free port:\n%s", block)
 	}
 	dir, script := t.TempDir(), strings.ReplaceAll(block, "127.0.0.1:8080", freeAddr(t))
-	release := direct() // first: the hang guard times the block, not the wait for a slot
-	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", script) // as typed: no -e
-	cmd.Dir, cmd.Env = dir, ciEnv(nil)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the background server too
-	t.Cleanup(func() {
-		if cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	})
-	out, err := cmd.CombinedOutput()
-	release()
-	if ctx.Err() != nil {
-		t.Fatalf("the block hung:\n%s", out)
-	}
+	out, err := runGroup(t, "the block", dir, ciEnv(nil), "sh", "-c", script) // as typed: no -e; the background server too
 	serveLog, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
 	if err != nil {
 		t.Errorf("the block ended with %v (its last command stops the server it started)", err)
@@ -610,13 +582,7 @@ func TestDocsQuotedCopies(t *testing.T) {
 	if got, want := commentExample(t, ".ci/gitlab/conform.gitlab-ci.yml", "include:"), docBlock(t, "docs/ci.md", "## GitLab CI", "yaml"); got != want {
 		t.Errorf("the GitLab template's header quotes\n%s\nbut docs/ci.md's GitLab job is\n%s", got, want)
 	}
-	var docker string
-	for _, f := range fences(readRepoFile(t, "docs/ci.md")) {
-		if f.lang == "sh" && strings.Contains(f.body, "docker build") {
-			docker = f.body
-			break
-		}
-	}
+	docker := dockerDocBlock(t)
 	if got := commentExample(t, "Dockerfile", "docker build"); docker == "" || got != docker {
 		t.Errorf("the Dockerfile's header quotes\n%s\nbut docs/ci.md's docker block is\n%s", got, docker)
 	}
@@ -624,6 +590,42 @@ func TestDocsQuotedCopies(t *testing.T) {
 	if readme := docBlock(t, "README.md", "## Use it as a CI gate", "yaml"); !strings.Contains(readme, use) {
 		t.Errorf("action.yml's header quotes\n%s\nwhich the README's use of the action does not contain:\n%s", use, readme)
 	}
+}
+
+// dockerDocBlock is docs/ci.md's sh block that builds the image, or "".
+func dockerDocBlock(t *testing.T) string {
+	t.Helper()
+	for _, f := range fences(readRepoFile(t, "docs/ci.md")) {
+		if f.lang == "sh" && strings.Contains(f.body, "docker build") {
+			return f.body
+		}
+	}
+	return ""
+}
+
+// runGroup runs name args in dir with env as a process group (what it
+// starts in the background too, killed when the test ends) and returns its
+// output and error. A run that outlives distTimeout, counted once a process
+// slot is taken (direct), not while waiting for one, fails the test as
+// what hung.
+func runGroup(t *testing.T, what, dir string, env []string, name string, args ...string) ([]byte, error) {
+	t.Helper()
+	release := direct()
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), distTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if cmd.Process != nil {
+		pgid := cmd.Process.Pid
+		t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s hung:\n%s", what, out)
+	}
+	return out, err
 }
 
 // docs/ci.md's docker block, run verbatim in the checkout (its port changed
@@ -640,13 +642,7 @@ func TestDocsDocker(t *testing.T) {
 		t.Skip("builds conform and runs every claimed level")
 	}
 	t.Parallel()
-	var block string
-	for _, f := range fences(readRepoFile(t, "docs/ci.md")) {
-		if f.lang == "sh" && strings.Contains(f.body, "docker build") {
-			block = f.body
-			break
-		}
-	}
+	block := dockerDocBlock(t)
 	if !strings.Contains(block, "127.0.0.1:8080") || !strings.Contains(block, "-e CONFORM_API_KEY") {
 		t.Fatalf("docs/ci.md's docker block runs no conform run against 127.0.0.1:8080 with -e CONFORM_API_KEY:\n%s", block)
 	}
