@@ -32,8 +32,8 @@ const (
 
 // durable is a harness like p's (its faults and variants) with its journal
 // on disk: the reference as selftest and the proof runs serve it, where a
-// write waits for the journal's fsync (the windows of the real bugs the
-// race faults plant).
+// write waits for the journal's fsync (the race faults' windows are their
+// store round trip, raceGap, on top of it).
 func (p *probeEnv) durable() *probeEnv {
 	o := p.s.opts
 	o.DataDir = p.t.TempDir()

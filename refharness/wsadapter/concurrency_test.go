@@ -22,8 +22,8 @@ const (
 
 // durable is a harness with p's faults (variants aside) and its journal on
 // disk, as selftest and the proof runs serve the reference: a write waits
-// for the journal's fsync, the window of the real bugs the race faults
-// plant.
+// for the journal's fsync (the race faults' windows are their store round
+// trip, refharness's raceGap, on top of it).
 func (p *env) durable() *env {
 	ro := refharness.Options{Faults: refharness.Faults{}, DataDir: p.t.TempDir()}
 	for _, f := range refharness.AllFaults() {
