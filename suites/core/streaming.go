@@ -102,13 +102,17 @@ func missing(want, have []string) []string {
 	return out
 }
 
+// containsAll reports whether have holds every id of want, each as often as
+// want does: a target that gives several events one id (a race fault's
+// symptom) has not delivered them all when the first copy arrives, and a
+// wait that stopped there would judge a stream cut short.
 func containsAll(have, want []string) bool {
-	set := map[string]bool{}
+	count := map[string]int{}
 	for _, h := range have {
-		set[h] = true
+		count[h]++
 	}
 	for _, w := range want {
-		if !set[w] {
+		if count[w]--; count[w] < 0 {
 			return false
 		}
 	}
