@@ -15,34 +15,47 @@ import (
 	"github.com/harn-conform/conform/reports"
 )
 
+// The Replay level against a target that advertises replay but not
+// receipts (docs/interpretations.md#replay-only-deltas). The reference
+// Harness has no switch to turn receipts off, so it runs behind a
+// rewriting front (replayOnly): its discovery answer says
+// capabilities.receipts false, and optionally its receipts are hidden too.
+
 // receiptPaths are the receipt routes a Replay-only server does not have.
 var receiptPaths = regexp.MustCompile(`^/v1/(receipts(/.*)?|tasks/[^/]+/receipts/?)$`)
 
-// A Replay-only server (no Receipts level: discovery says receipts false,
-// the receipt routes answer 404, no answer names a receipt_id) still owes
-// its receipt deltas (docs/interpretations.md#replay-only-deltas): the
-// deltas cannot be read, so RPLY-DELTA-001..005 are unverified with a
-// remedy, never not applicable and never passed; nothing fails, and
-// RPLY-LEVEL-001 warns.
-func TestReplayOnlyDeltasUnverified(t *testing.T) {
-	proofTier(t)
-	if testing.Short() {
-		t.Skip("runs the Replay level once")
-	}
-	t.Parallel()
-	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}})
+// replayDeltaIDs are the requirements judged on a replay's receipt whether
+// or not the target claims the Receipts level.
+var replayDeltaIDs = []string{"RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005", "RPLY-DELTA-006"}
+
+// replayOnlyFront is what a replayOnly front saw during a run.
+type replayOnlyFront struct {
+	rewrote atomic.Bool  // a discovery answer was rewritten to receipts: false
+	hidden  atomic.Int64 // receipt routes answered 404 (hide only)
+}
+
+// replayOnly runs the Replay level against the reference Harness with
+// faults, its discovery answer claiming no receipts; with hide its receipt
+// routes answer 404 and no answer names a receipt_id.
+func replayOnly(t *testing.T, faults refharness.Faults, hide bool) (*reports.Report, *replayOnlyFront) {
+	t.Helper()
+	h, err := refharness.New(refharness.Options{APIKeys: map[string]string{testKey: "actor_default"}, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	var hidden atomic.Int64
+	t.Cleanup(func() { h.Close() })
+	front := &replayOnlyFront{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path := strings.TrimSuffix(r.URL.Path, "/")
-		if receiptPaths.MatchString(r.URL.Path) {
-			hidden.Add(1)
+		if hide && receiptPaths.MatchString(r.URL.Path) {
+			front.hidden.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":{"code":"resource_not_found","message":"no such route","type":"not_found_error"}}`))
+			return
+		}
+		discovery := r.Method == http.MethodGet && strings.TrimSuffix(r.URL.Path, "/") == "/v1"
+		if !discovery && !hide {
+			h.ServeHTTP(w, r) // streams pass through unbuffered
 			return
 		}
 		rec := httptest.NewRecorder()
@@ -53,10 +66,13 @@ func TestReplayOnlyDeltasUnverified(t *testing.T) {
 			dec.UseNumber()
 			var v any
 			if dec.Decode(&v) == nil {
-				dropReceiptIDs(v)
-				if d, ok := v.(map[string]any); ok && path == "/v1" {
-					if caps, ok := d["capabilities"].(map[string]any); ok {
+				if hide {
+					dropReceiptIDs(v)
+				}
+				if d, ok := v.(map[string]any); ok && discovery && rec.Code == http.StatusOK {
+					if caps, ok := d["capabilities"].(map[string]any); ok && caps["replay"] == true {
 						caps["receipts"] = false
+						front.rewrote.Store(true)
 					}
 				}
 				if b, err := json.Marshal(v); err == nil {
@@ -72,23 +88,13 @@ func TestReplayOnlyDeltasUnverified(t *testing.T) {
 		w.WriteHeader(rec.Code)
 		w.Write(body)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	code, console, r, _ := runConform(t, "run", "--target", srv.URL, "--levels", "replay")
 	if r == nil {
 		t.Fatalf("no report; exit %d:\n%s", code, console)
 	}
-	if hidden.Load() == 0 {
-		t.Fatal("no receipt route was asked for: the run never looked for the replay task's receipt")
-	}
-	got := map[string]reports.ReqResult{}
-	for _, q := range r.Requirements {
-		got[q.ID] = q
-	}
-	for _, id := range []string{"RPLY-DELTA-001", "RPLY-DELTA-002", "RPLY-DELTA-003", "RPLY-DELTA-004", "RPLY-DELTA-005"} {
-		q := got[id]
-		if q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "Receipt delta") {
-			t.Errorf("a Replay-only server: %s is %s (remedy %q), want unverified with the remedy to record its deltas", id, q.Verdict, q.Remedy)
-		}
+	if !front.rewrote.Load() {
+		t.Fatal("the discovery answer was never rewritten: the run did not meet a target advertising replay without receipts")
 	}
 	if passed := verdicts(r, reports.Pass); !slices.Contains(passed, "RPLY-API-001") {
 		t.Errorf("RPLY-API-001 did not pass (passed: %v): the Replay level did not run", passed)
@@ -96,9 +102,67 @@ func TestReplayOnlyDeltasUnverified(t *testing.T) {
 	if warned := verdicts(r, reports.Warn); !slices.Contains(warned, "RPLY-LEVEL-001") {
 		t.Errorf("RPLY-LEVEL-001 not reported as a warning (warnings: %v)", warned)
 	}
+	return r, front
+}
+
+// A Replay-only server (no Receipts level: discovery says receipts false,
+// the receipt routes answer 404, no answer names a receipt_id) still owes
+// its receipt deltas: they cannot be read, so RPLY-DELTA-001..006 are
+// unverified with a remedy, never not applicable and never passed; nothing
+// fails, and RPLY-LEVEL-001 warns.
+func TestReplayOnlyDeltasUnverified(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs the Replay level once")
+	}
+	t.Parallel()
+	r, front := replayOnly(t, nil, true)
+	if front.hidden.Load() == 0 {
+		t.Fatal("no receipt route was asked for: the run never looked for the replay task's receipt")
+	}
+	got := byID(r)
+	for _, id := range replayDeltaIDs {
+		q := got[id]
+		if q.Verdict != reports.Unverified || !strings.Contains(q.Remedy, "whether or not the target claims the Receipts level") {
+			t.Errorf("a Replay-only server: %s is %s (remedy %q), want unverified with the remedy to serve the replay's receipt", id, q.Verdict, q.Remedy)
+		}
+	}
 	if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
 		t.Errorf("a Replay-only server breaks no MUST here, but the suite reports %v: %s", bad, messages(r, bad))
 	}
+}
+
+// RPLY-LEVEL-001 (SHOULD): a target that advertises replay but not
+// receipts, and serves them all the same, earns that warning and nothing
+// else; its claim does not choose what is judged: the receipts it serves
+// are judged by RPLY-DELTA-001..006 (all pass on the clean Harness), and a
+// receipt leaking the source run's reasoning fails RPLY-DELTA-006.
+func TestReplayWithoutReceiptsWarns(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs the Replay level twice")
+	}
+	t.Parallel()
+	t.Run("clean", func(t *testing.T) {
+		t.Parallel()
+		r, _ := replayOnly(t, nil, false)
+		got := byID(r)
+		for _, id := range replayDeltaIDs {
+			if q := got[id]; q.Verdict != reports.Pass {
+				t.Errorf("replay without receipts: %s is %s (%s), want passed: the receipts served are judged whatever discovery claims", id, q.Verdict, q.Message)
+			}
+		}
+		if bad := append(verdicts(r, reports.Fail), verdicts(r, reports.Error)...); len(bad) > 0 {
+			t.Errorf("replay without receipts breaks only a SHOULD, but the suite reports %v: %s", bad, messages(r, bad))
+		}
+	})
+	t.Run("leaks-reasoning", func(t *testing.T) {
+		t.Parallel()
+		r, _ := replayOnly(t, refharness.Faults{refharness.FaultReplayReceiptLeaksReasoning: true}, false)
+		if q := byID(r)["RPLY-DELTA-006"]; q.Verdict != reports.Fail {
+			t.Errorf("a receipt leaking the source run's reasoning on a target claiming no receipts: RPLY-DELTA-006 is %s (%s), want failed", q.Verdict, q.Message)
+		}
+	})
 }
 
 // dropReceiptIDs removes every receipt_id member from a decoded answer.

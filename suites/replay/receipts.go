@@ -26,6 +26,10 @@ import (
 // remedy, never not applicable (docs/interpretations.md#replay-only-deltas).
 // The checks are internal/replaydet's.
 
+// remedyReplayReceipt is how a Replay server lets a replay be audited at
+// all: its receipt is read whatever discovery claims (RPLY-DELTA-006).
+const remedyReplayReceipt = "serve every replay task's receipt (receipt_id on the task, GET /v1/tasks/{id}/receipts), whether or not the target claims the Receipts level: Replay audits what a replay recorded by its receipt (docs/interpretations.md#replay-only-deltas)"
+
 // remedyDeltas is how a Replay server lets its substitutions be audited.
 const remedyDeltas = "record every applied override as a Receipt delta and serve the replay task's receipt (receipt_id on the task, GET /v1/tasks/{id}/receipts), whether or not the target claims the Receipts level: Replay requires the deltas (docs/interpretations.md#replay-only-deltas)"
 
@@ -73,7 +77,6 @@ var _ = Describe("Replay receipt deltas", func() {
 var _ = Describe("Replay receipts and hidden reasoning", func() {
 	It("keeps the source run's hidden reasoning out of the replay's receipt", suite.Req("RPLY-DELTA-006"), func(ctx SpecContext) {
 		needReplay()
-		needReceipts()
 		needHook("a source task that reasons")
 		// The agent thinks a canary (the reason step: hidden reasoning no
 		// receipt may reveal), then answers; the exact replay's receipt is
@@ -88,7 +91,7 @@ var _ = Describe("Replay receipts and hidden reasoning", func() {
 		rp := &fxReplay{what: "the exact replay of a source that reasoned", id: r.id, task: r.task, status: r.status}
 		tgt.readReceipt(ctx, rp)
 		if rp.receipt == nil {
-			suite.Unverified(rp.noReceipt, remedyFxReceipt)
+			suite.Unverified(rp.noReceipt, remedyReplayReceipt)
 		}
 		suite.Check("RPLY-DELTA-006", check.NoReasoning(fmt.Sprintf("the receipt of replay task %s (an exact replay of %s)", r.id, src.id), rp.receipt, thought))
 	})
