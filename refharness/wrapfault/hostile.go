@@ -23,6 +23,26 @@ func init() {
 		Doc:   "a 400 answer to an Extended write repeats the refused request body, credentials and all, in error.details.request_body",
 		Fails: []string{"EXT-NEG-004"}},
 		plain(echoBody(requirements.Extended)))
+	// The pass leaves out a local-server route only where the evidence
+	// says it is not offered (suites/extended/hostile.go): a list that
+	// fails with 500 is served, and probed.
+	wireFault(fault.Fault{Name: "permission-list-500",
+		Doc:   "GET /v1/permission-requests answers every request 500 internal_error, malformed ones too",
+		Fails: []string{"EXT-HOST-001", "EXT-NEG-001"}},
+		plain(permissionList500))
+}
+
+// permissionList500 answers GET /v1/permission-requests 500 internal_error.
+func permissionList500(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/permission-requests" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": "internal_error", "message": "the approval queue is unavailable", "type": "server_error"}})
+	})
 }
 
 // maxEcho bounds the body the echo keeps: the fault repeats a body, it

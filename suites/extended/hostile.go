@@ -2,8 +2,11 @@ package extended
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -65,28 +68,49 @@ var _ = Describe("Hostile input (Extended)", func() {
 			} {
 				ids[l.name] = firstListed(ctx, l.path)
 			}
-			// The later revision's local-server routes are probed where the
-			// target shows it serves them, never inferred from a refusal.
+			// The later revision's local-server routes, which a target may
+			// leave out, are left out of the pass only where the evidence
+			// says the target does not offer them (suite.Unoffered: a 405 or
+			// 501, or a 404 a made-up route beside it gets too), never for
+			// any refusal of the read: a route that answers 403 or 500 is
+			// served, and probed.
 			skip := map[string]string{}
 			for _, l := range localEvidence {
-				resp, err := suite.Client().Do(ctx, client.Request{Path: l.path})
+				req := client.Request{Path: l.path}
+				resp, err := suite.Client().Do(ctx, req)
 				suite.Transport(err, suite.SpecReqs()...)
-				if resp.Status != http.StatusOK {
+				if why := localUnoffered(ctx, req, resp); why != "" {
 					for _, op := range l.ops {
-						skip[op] = "not served"
+						skip[op] = why
 					}
 				}
 			}
 			files := "/v1/workspaces/" + client.Seg(ws) + "/files"
-			put, err := suite.Client().Do(ctx, client.Request{Method: http.MethodPut, Path: files, Query: url.Values{"path": {"conform-hostile.txt"}},
-				Body: map[string]any{"content": "conform hostile-input fixture"}})
+			req := client.Request{Method: http.MethodPut, Path: files, Query: url.Values{"path": {"conform-hostile.txt"}},
+				Body: map[string]any{"content": "conform hostile-input fixture"}}
+			put, err := suite.Client().Do(ctx, req)
 			suite.Transport(err, suite.SpecReqs()...)
-			if put.Status/100 != 2 {
-				skip["writeWorkspaceFile"], skip["readWorkspaceFile"] = "not served", "not served"
+			if why := localUnoffered(ctx, req, put, "workspace "+ws+" (just read)"); why != "" {
+				skip["writeWorkspaceFile"], skip["readWorkspaceFile"] = why, why
+			}
+			for _, op := range slices.Sorted(maps.Keys(skip)) {
+				suite.Note(fmt.Sprintf("hostile-input pass (extended): %s not probed: %s", op, skip[op]))
 			}
 			suite.HostileInput(ctx, requirements.Extended, hostileReqs, negative.Fixtures{IDs: ids, RunID: run, Skip: skip})
 		})
 })
+
+// localUnoffered is why the evidence says the target does not offer the
+// operation req was sent to ("" when it is offered: any answer but 404,
+// 405 and 501, or a refusal the evidence contradicts, which is noted: the
+// operation's own spec judges the refusal, and the pass probes it).
+func localUnoffered(ctx context.Context, req client.Request, resp *client.Response, known ...string) string {
+	why, err := suite.Unoffered(ctx, suite.Offering{Request: req, Answer: resp, Known: known}, suite.SpecReqs()...)
+	if err != nil {
+		suite.Note("hostile-input pass (extended): " + err.Error() + ": probed as offered")
+	}
+	return why
+}
 
 // firstListed is the id of the first item a list shows, "" when it shows
 // none or is not served.
