@@ -732,3 +732,73 @@ func TestDocsBaseline(t *testing.T) {
 	}
 	noKey(t, testKey, map[string]string{"the output": out, "the baseline": string(baseline)})
 }
+
+// docs/ci.md's "Choosing the gate" examples, each line run as written
+// (its port changed to a free one) with the test's binary as ./conform
+// against `conform serve`, which has no restart command: the first exits
+// 0 with CORE-DUR opted out and Core partial; the second gates on
+// failures only, exits 0 and still lists what is unverified.
+func TestDocsChoosingGate(t *testing.T) {
+	proofTier(t)
+	if testing.Short() {
+		t.Skip("runs every claimed level")
+	}
+	t.Parallel()
+	var lines []string
+	for _, l := range strings.Split(docBlock(t, "docs/ci.md", "## Choosing the gate", "sh"), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "--skip-areas CORE-DUR") || !strings.Contains(lines[1], "--fail-on failures") {
+		t.Fatalf("the block is not the two examples this test knows (--skip-areas CORE-DUR, --fail-on failures):\n%s", strings.Join(lines, "\n"))
+	}
+	addr := freeAddr(t)
+	startServe(t, addr)
+	b, err := os.ReadFile(conformBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := []func(*testing.T, *reports.Report){
+		func(t *testing.T, r *reports.Report) {
+			got := byID(r)
+			for _, id := range []string{"CORE-DUR-001", "CORE-DUR-002"} {
+				if q := got[id]; !q.OptedOut || q.Verdict != reports.Skip {
+					t.Errorf("%s is %s (opted out %v), want skipped by choice", id, q.Verdict, q.OptedOut)
+				}
+			}
+			for _, l := range r.Levels {
+				want := map[string]reports.LevelStatus{"core": reports.Partial, "receipts": reports.Conformant}[string(l.Level)]
+				if want == "" && l.Run {
+					t.Errorf("level %s was checked, want only core and receipts", l.Level)
+				}
+				if want != "" && l.Status != want {
+					t.Errorf("level %s is %s (%s), want %s", l.Level, l.Status, l.Why, want)
+				}
+			}
+		},
+		func(t *testing.T, r *reports.Report) {
+			if g := r.Gate; g == nil || g.FailOn != "failures" || !g.Passed || !slices.Contains(g.Unverified, "CORE-DUR-001") {
+				t.Errorf("gate %+v, want fail_on failures, passed, with the unverified MUSTs listed (CORE-DUR-001 among them: no restart command)", g)
+			}
+		},
+	}
+	for i, line := range lines {
+		t.Run(strings.Fields(line)[len(strings.Fields(line))-2], func(t *testing.T) {
+			t.Parallel()
+			if !strings.Contains(line, "127.0.0.1:8080") {
+				t.Fatalf("%s names no 127.0.0.1:8080 to move to a free port", line)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runSh(t, dir, ciEnv(map[string]string{"CONFORM_API_KEY": testKey}), "-c", strings.ReplaceAll(line, "127.0.0.1:8080", addr))
+			if code != 0 {
+				t.Fatalf("%s: exit %d, want 0\n%.6000s", line, code, out)
+			}
+			noKey(t, testKey, map[string]string{"the output": out})
+			check[i](t, docReport(t, filepath.Join(dir, "conform-report", reports.JSONFile), out))
+		})
+	}
+}
