@@ -36,43 +36,63 @@ func BenchmarkSelftestReplayCost(b *testing.B) {
 // fails or errs anything against the clean reference Harness fails the
 // benchmark.
 func benchLevelCost(b *testing.B, base, with, name string) {
-	var baseWall, withWall, baseIn, withIn time.Duration
+	var sum [2]selftestTime
 	for i := range b.N {
-		for _, lv := range []struct {
-			levels     string
-			wall, spec *time.Duration
-		}{{base, &baseWall, &baseIn}, {with, &withWall, &withIn}} {
-			out := filepath.Join(b.TempDir(), "report")
-			start := time.Now()
-			cmd := exec.Command(conformBin, "selftest", "--levels", lv.levels, "--out", out, "--format", "json")
-			cmd.Stdout, cmd.Stderr = nil, nil
-			err := cmd.Run()
-			*lv.wall += time.Since(start)
-			if err != nil {
-				b.Fatalf("iteration %d: selftest --levels %s: %v", i, lv.levels, err)
-			}
-			raw, err := os.ReadFile(filepath.Join(out, "conform.json"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var r struct {
-				DurationMS float64 `json:"duration_ms"`
-				Totals     struct{ Fail, Error int }
-			}
-			if err := json.Unmarshal(raw, &r); err != nil {
-				b.Fatal(err)
-			}
-			if r.Totals.Fail+r.Totals.Error > 0 {
-				b.Fatalf("iteration %d: selftest --levels %s: %d failed, %d errors against the clean reference Harness", i, lv.levels, r.Totals.Fail, r.Totals.Error)
-			}
-			*lv.spec += time.Duration(r.DurationMS * float64(time.Millisecond))
+		for k, levels := range []string{base, with} {
+			sum[k].add(benchSelftest(b, i, false, "--levels", levels))
 		}
 	}
 	n := float64(b.N)
-	b.ReportMetric(baseWall.Seconds()/n, "base-s/op")
-	b.ReportMetric(withWall.Seconds()/n, "with-"+name+"-s/op")
-	b.ReportMetric((withWall-baseWall).Seconds()/n, name+"-added-s/op")
-	b.ReportMetric((withIn-baseIn).Seconds()/n, name+"-added-run-s/op")
+	b.ReportMetric(sum[0].wall.Seconds()/n, "base-s/op")
+	b.ReportMetric(sum[1].wall.Seconds()/n, "with-"+name+"-s/op")
+	b.ReportMetric((sum[1].wall-sum[0].wall).Seconds()/n, name+"-added-s/op")
+	b.ReportMetric((sum[1].run-sum[0].run).Seconds()/n, name+"-added-run-s/op")
+}
+
+// selftestTime is what one `conform selftest` process took: wall time, the
+// run's own duration_ms, and the process's CPU time.
+type selftestTime struct{ wall, run, cpu time.Duration }
+
+func (s *selftestTime) add(o selftestTime) {
+	s.wall, s.run, s.cpu = s.wall+o.wall, s.run+o.run, s.cpu+o.cpu
+}
+
+// benchSelftest runs `conform selftest args…` as a whole process (iteration
+// i of a benchmark) and times it. A run that fails or errs anything
+// against the clean reference Harness fails the benchmark; so does a
+// nonzero exit unless mayExit1 (a run that leaves MUSTs unverified on
+// purpose).
+func benchSelftest(b *testing.B, i int, mayExit1 bool, args ...string) selftestTime {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "report")
+	args = append([]string{"selftest", "--out", out, "--format", "json"}, args...)
+	var t selftestTime
+	start := time.Now()
+	cmd := exec.Command(conformBin, args...)
+	err := cmd.Run()
+	t.wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		t.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if err != nil && !mayExit1 {
+		b.Fatalf("iteration %d: conform %v: %v", i, args, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r struct {
+		DurationMS float64 `json:"duration_ms"`
+		Totals     struct{ Fail, Error int }
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		b.Fatal(err)
+	}
+	if r.Totals.Fail+r.Totals.Error > 0 {
+		b.Fatalf("iteration %d: conform %v: %d failed, %d errors against the clean reference Harness", i, args, r.Totals.Fail, r.Totals.Error)
+	}
+	t.run = time.Duration(r.DurationMS * float64(time.Millisecond))
+	return t
 }
 
 // benchProfileSelftest measures `conform selftest --profiles profile` as a

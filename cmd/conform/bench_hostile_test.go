@@ -1,13 +1,6 @@
 package main
 
-import (
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"testing"
-	"time"
-)
+import "testing"
 
 // BenchmarkSelftestHostileCost measures what the hostile-input pass adds to
 // `conform selftest --levels all` at the default budget
@@ -20,45 +13,15 @@ import (
 //
 //	go test -run XXX -bench SelftestHostileCost -benchtime 5x ./cmd/conform/
 func BenchmarkSelftestHostileCost(b *testing.B) {
-	var wall, run, cpu [2]time.Duration
+	var sum [2]selftestTime
 	for i := range b.N {
-		for k, budget := range []string{"0", ""} {
-			out := filepath.Join(b.TempDir(), "report")
-			args := []string{"selftest", "--levels", "all", "--out", out, "--format", "json"}
-			if budget != "" {
-				args = append(args, "--negative-budget", budget)
-			}
-			start := time.Now()
-			cmd := exec.Command(conformBin, args...)
-			err := cmd.Run()
-			wall[k] += time.Since(start)
-			if cmd.ProcessState != nil {
-				cpu[k] += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-			}
-			if err != nil && budget != "0" {
-				b.Fatalf("iteration %d: selftest %v: %v", i, args, err)
-			}
-			raw, err := os.ReadFile(filepath.Join(out, "conform.json"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var r struct {
-				DurationMS float64 `json:"duration_ms"`
-				Totals     struct{ Fail, Error int }
-			}
-			if err := json.Unmarshal(raw, &r); err != nil {
-				b.Fatal(err)
-			}
-			if r.Totals.Fail+r.Totals.Error > 0 {
-				b.Fatalf("iteration %d: selftest %v: %d failed, %d errors against the clean reference Harness", i, args, r.Totals.Fail, r.Totals.Error)
-			}
-			run[k] += time.Duration(r.DurationMS * float64(time.Millisecond))
-		}
+		sum[0].add(benchSelftest(b, i, true, "--levels", "all", "--negative-budget", "0"))
+		sum[1].add(benchSelftest(b, i, false, "--levels", "all"))
 	}
 	n := float64(b.N)
-	b.ReportMetric(wall[0].Seconds()/n, "budget0-s/op")
-	b.ReportMetric(wall[1].Seconds()/n, "default-s/op")
-	b.ReportMetric((wall[1]-wall[0]).Seconds()/n, "hostile-added-s/op")
-	b.ReportMetric((run[1]-run[0]).Seconds()/n, "hostile-added-run-s/op")
-	b.ReportMetric((cpu[1]-cpu[0]).Seconds()/n, "hostile-added-cpu-s/op")
+	b.ReportMetric(sum[0].wall.Seconds()/n, "budget0-s/op")
+	b.ReportMetric(sum[1].wall.Seconds()/n, "default-s/op")
+	b.ReportMetric((sum[1].wall-sum[0].wall).Seconds()/n, "hostile-added-s/op")
+	b.ReportMetric((sum[1].run-sum[0].run).Seconds()/n, "hostile-added-run-s/op")
+	b.ReportMetric((sum[1].cpu-sum[0].cpu).Seconds()/n, "hostile-added-cpu-s/op")
 }
