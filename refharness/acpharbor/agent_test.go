@@ -88,9 +88,10 @@ func (c *sdkClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExit
 	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
 }
 
-// connect serves the reference agent in this process and connects the
-// SDK's client to it over pipes.
-func connect(t *testing.T, opts Options) (*acp.ClientSideConnection, *sdkClient) {
+// serveOverPipes serves the reference agent in this process over pipes:
+// w writes what the agent reads, r reads what it writes. The test's end
+// closes w and waits for the agent.
+func serveOverPipes(t *testing.T, opts Options) (w *io.PipeWriter, r *io.PipeReader) {
 	t.Helper()
 	toAgent, fromClient := io.Pipe()
 	toClient, fromAgent := io.Pipe()
@@ -101,15 +102,22 @@ func connect(t *testing.T, opts Options) (*acp.ClientSideConnection, *sdkClient)
 		_ = Serve(ctx, toAgent, fromAgent, io.Discard, opts)
 		fromAgent.Close()
 	}()
-	cl := &sdkClient{more: make(chan struct{}, 1)}
-	// No SetLogger: it races with the SDK's reader goroutine (agent.go).
-	conn := acp.NewClientSideConnection(cl, fromClient, toClient)
 	t.Cleanup(func() {
 		fromClient.Close()
 		cancel()
 		<-done
 	})
-	return conn, cl
+	return fromClient, toClient
+}
+
+// connect serves the reference agent in this process and connects the
+// SDK's client to it over pipes.
+func connect(t *testing.T, opts Options) (*acp.ClientSideConnection, *sdkClient) {
+	t.Helper()
+	w, r := serveOverPipes(t, opts)
+	cl := &sdkClient{more: make(chan struct{}, 1)}
+	// No SetLogger: it races with the SDK's reader goroutine (agent.go).
+	return acp.NewClientSideConnection(cl, w, r), cl
 }
 
 func TestReferenceWithTheSDKClient(t *testing.T) {
@@ -271,31 +279,18 @@ func TestMainFlags(t *testing.T) {
 // line: send writes one message, lines receives each line it writes.
 func raw(t *testing.T, opts Options) (send func(string), lines <-chan string) {
 	t.Helper()
-	toAgent, fromClient := io.Pipe()
-	toClient, fromAgent := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(ctx, toAgent, fromAgent, io.Discard, opts)
-		fromAgent.Close()
-	}()
+	w, r := serveOverPipes(t, opts)
 	out := make(chan string, 1024)
 	go func() {
 		defer close(out)
-		sc := bufio.NewScanner(toClient)
+		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			out <- sc.Text()
 		}
 	}()
-	t.Cleanup(func() {
-		fromClient.Close()
-		cancel()
-		<-done
-	})
 	return func(line string) {
-		if _, err := io.WriteString(fromClient, line+"\n"); err != nil {
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}, out
