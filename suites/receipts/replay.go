@@ -27,10 +27,15 @@ const remedyReplaySteps = "implement the conform.scenarios contract with its rep
 var _ = Describe("Replay receipts", func() {
 	It("records a replay's substitutions as deltas inside the hashed bytes", suite.Req("RCPT-DELTA-001"), func(ctx SpecContext) {
 		if !suite.Env().Discovery.Claims(requirements.Replay) {
-			suite.NotApplicable("the target does not advertise replay in discovery (capabilities.replay), so it issues no replay receipts")
+			// Not advertised is no evidence: a target that serves replay
+			// anyway issues replay receipts, and they are judged.
+			if why := replayUnoffered(ctx); why != "" {
+				suite.NotApplicable("the target does not advertise replay in discovery (capabilities.replay) and does not offer it (" + why + "), so it issues no replay receipts")
+			}
+			suite.Note("RCPT-DELTA-001: the target does not advertise replay (capabilities.replay), but serves POST /v1/tasks/{id}/replay: its replay receipts are judged")
 		}
 		if suite.Env().Discovery.Scenarios() == "" {
-			suite.Unverified("the target advertises replay, but without the conform.scenarios contract the suite cannot make a source task with a dependency to override, so no replay receipt with a delta was read", remedyReplaySteps)
+			suite.Unverified("the target serves replay, but without the conform.scenarios contract the suite cannot make a source task with a dependency to override, so no replay receipt with a delta was read", remedyReplaySteps)
 		}
 		r := theRun(ctx)
 		raw := replayReceipt(ctx, r)
@@ -64,6 +69,20 @@ var _ = Describe("Replay receipts", func() {
 		}
 	})
 })
+
+// replayUnoffered is why the evidence says the target does not offer
+// replay ("" when it does): a replay of a task that does not exist, which
+// can change nothing, weighed by suite.Unoffered (a 501, or the 404 a
+// made-up route beside it gets too, says it is not offered; the 404
+// resource_not_found of a served route, that it is).
+func replayUnoffered(ctx context.Context) string {
+	GinkgoHelper()
+	req := client.Request{Method: http.MethodPost, Path: "/v1/tasks/" + client.Seg("task_conform_unknown_"+suite.Key("replay")) + "/replay",
+		Body: map[string]any{"mode": "exact"}, Probe: "is replay offered, though discovery does not advertise it?"}
+	resp := do(ctx, req, "RCPT-DELTA-001")
+	why, _ := suite.Unoffered(ctx, suite.Offering{Request: req, Answer: resp}, "RCPT-DELTA-001")
+	return why
+}
 
 // replayReceipt makes a replay receipt: a source task with one model call,
 // replayed with that response overridden, and returns the replay task's
