@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/harn-conform/conform/internal/load"
 )
 
 // The probes of the race faults (issue 23): each fires requests at once
@@ -40,25 +41,6 @@ func (p *probeEnv) durable() *probeEnv {
 	return newProbeEnv(p.t, Options{Faults: o.Faults, Variants: o.Variants, DataDir: o.DataDir})
 }
 
-// race runs f(0…n-1) in n goroutines released at once, and waits for all.
-func race(n int, f func(i int)) {
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			f(i)
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-}
-
 // raceProbe runs round until it returns an error (the race showed) or
 // raceRounds pass.
 func raceProbe(round func() error) error {
@@ -76,7 +58,7 @@ func appendText(text string) map[string]any {
 
 // appendAtOnce appends n messages to sess at once.
 func (p *probeEnv) appendAtOnce(sess string, n int) {
-	race(n, func(i int) { p.do("POST", "/v1/sessions/"+sess+"/messages", appendText(fmt.Sprintf("racer %d", i))) })
+	load.AtOnce(n, nil, func(i int) { p.do("POST", "/v1/sessions/"+sess+"/messages", appendText(fmt.Sprintf("racer %d", i))) })
 }
 
 // appendedEvents are sess's session.message_appended events, in list order.
@@ -228,7 +210,7 @@ func init() {
 			n++
 			key := fmt.Sprintf("k-%d", n)
 			ids := make([]string, 6)
-			race(len(ids), func(i int) {
+			load.AtOnce(len(ids), nil, func(i int) {
 				ids[i] = p.do("POST", "/v1/sessions/"+sess+"/messages", appendText("once"), "Idempotency-Key", key).str("id")
 			})
 			for _, id := range ids {
@@ -251,7 +233,7 @@ func init() {
 			n++
 			key := fmt.Sprintf("k-%d", n)
 			ids := make([]string, 6)
-			race(len(ids), func(i int) { ids[i] = ws(p, key).str("id") })
+			load.AtOnce(len(ids), nil, func(i int) { ids[i] = ws(p, key).str("id") })
 			for _, id := range ids {
 				if id != ids[0] {
 					if !p.sequentialRetryReplays(func(k string) string { return ws(p, k).str("id") }) {
@@ -313,7 +295,7 @@ func init() {
 		return raceProbe(func() error {
 			id := p.submit(sess, []map[string]any{step("work", "ms", 600000)}).str("id")
 			p.waitStatus(id, StatusWorking)
-			race(6, func(int) { p.do("POST", "/v1/tasks/"+id+"/cancel", map[string]any{}) })
+			load.AtOnce(6, nil, func(int) { p.do("POST", "/v1/tasks/"+id+"/cancel", map[string]any{}) })
 			// Only more than one is this race: none is cancel-noop's bug, and
 			// a list with other tasks' events is events-not-scoped's.
 			_, evs := p.taskEvents(id)
@@ -334,7 +316,7 @@ func init() {
 		sess := p.sessionID()
 		for range receiptRounds {
 			ids := make([]string, 4)
-			race(len(ids), func(i int) { ids[i] = p.submit(sess, nil).str("id") })
+			load.AtOnce(len(ids), nil, func(i int) { ids[i] = p.submit(sess, nil).str("id") })
 			p.waitTerminal(ids[0])
 			links := map[string]string{}
 			for _, id := range ids {
@@ -356,7 +338,7 @@ func init() {
 		for range subscriberRounds {
 			ctx, cancel := context.WithCancel(context.Background())
 			streams := make([]<-chan string, 8)
-			race(len(streams), func(i int) { streams[i] = p.liveStream(ctx, path) })
+			load.AtOnce(len(streams), nil, func(i int) { streams[i] = p.liveStream(ctx, path) })
 			first := p.do("GET", "/v1/sessions/"+sess+"/events?limit=200", nil).list()
 			for i, s := range streams {
 				if !until(s, fmt.Sprint(first[len(first)-1]["id"]), waitLimit) {

@@ -235,27 +235,36 @@ func (d *Driver) Fire(ctx context.Context, shots []Shot) (*Round, error) {
 	rctx, cancel := context.WithTimeout(ctx, d.lim.RoundTimeout)
 	defer cancel()
 	r := &Round{Answers: make([]Answer, len(shots)), shots: shots, c: d.c}
+	AtOnce(len(shots), func() { r.Started = time.Now() }, func(i int) { r.Answers[i] = d.shoot(rctx, r, shots[i]) })
+	for _, a := range r.Answers {
+		r.Throttled = r.Throttled || len(a.Refusals) > 0
+		r.GaveUp = r.GaveUp || a.GaveUp
+	}
+	return r, nil
+}
+
+// AtOnce runs f(0…n-1) in n goroutines released together: each waits
+// until all n are running, then released (if not nil) runs, then they go;
+// AtOnce returns when every f has returned.
+func AtOnce(n int, released func(), f func(i int)) {
 	release := make(chan struct{})
 	var ready, done sync.WaitGroup
-	for i, s := range shots {
+	for i := range n {
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
 			ready.Done()
 			<-release
-			r.Answers[i] = d.shoot(rctx, r, s)
+			f(i)
 		}()
 	}
 	ready.Wait()
-	r.Started = time.Now()
+	if released != nil {
+		released()
+	}
 	close(release)
 	done.Wait()
-	for _, a := range r.Answers {
-		r.Throttled = r.Throttled || len(a.Refusals) > 0
-		r.GaveUp = r.GaveUp || a.GaveUp
-	}
-	return r, nil
 }
 
 // shoot sends one shot, honouring 429 and 503 refusals within the round's

@@ -238,3 +238,22 @@ func TestFireLag(t *testing.T) {
 		}
 	})
 }
+
+// AtOnce releases its goroutines only once all are running: none has
+// begun when released runs, and all have ended when it returns.
+func TestAtOnce(t *testing.T) {
+	const n = 16
+	var began, ended atomic.Int32
+	var atRelease int32 = -1
+	AtOnce(n, func() { atRelease = began.Load() }, func(i int) {
+		began.Add(1)
+		ended.Add(1)
+	})
+	if atRelease != 0 {
+		t.Errorf("%d goroutines began before the release", atRelease)
+	}
+	if got := ended.Load(); got != n {
+		t.Errorf("%d of %d goroutines ended before AtOnce returned", got, n)
+	}
+	AtOnce(2, nil, func(int) {}) // released may be nil
+}

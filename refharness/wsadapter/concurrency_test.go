@@ -2,9 +2,9 @@ package wsadapter
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/harn-conform/conform/internal/load"
 	"github.com/harn-conform/conform/refharness"
 )
 
@@ -62,25 +62,6 @@ func (c *client) within(d time.Duration, want func(m msg) bool) bool {
 	}
 }
 
-// race runs f(0…n-1) in n goroutines released at once, and waits for all.
-func race(n int, f func(i int)) {
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			f(i)
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
-}
-
 func init() {
 	wsProbes[refharness.FaultWSCommandIdempotencyRaced] = func(p *env) error {
 		p = p.durable()
@@ -100,7 +81,7 @@ func init() {
 			msg := textMessage(fmt.Sprintf("sent at once over both transports, round %d", round))
 			ids := make([]string, 2*len(cs))
 			errs := make([]error, len(ids))
-			race(len(ids), func(i int) {
+			load.AtOnce(len(ids), nil, func(i int) {
 				if i < len(cs) {
 					m, err := cs[i].ask(map[string]any{"type": "user_message", "id": fmt.Sprintf("r%d-%d", round, i), "idempotency_key": key, "session_id": sess, "message": msg})
 					if err == nil {
@@ -143,7 +124,7 @@ func init() {
 		for round := range subscriberRounds {
 			cs := make([]*client, 6)
 			errs := make([]error, len(cs))
-			race(len(cs), func(i int) { cs[i], errs[i] = p.open(path) })
+			load.AtOnce(len(cs), nil, func(i int) { cs[i], errs[i] = p.open(path) })
 			for _, err := range errs {
 				if err != nil {
 					return err
