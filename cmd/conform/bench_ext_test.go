@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +68,7 @@ func benchSelftest(b *testing.B, i int, mayExit1 bool, args ...string) selftestT
 	var t selftestTime
 	start := time.Now()
 	cmd := exec.Command(conformBin, args...)
-	err := cmd.Run()
+	log, err := cmd.CombinedOutput()
 	t.wall = time.Since(start)
 	if cmd.ProcessState != nil {
 		t.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
@@ -77,17 +76,7 @@ func benchSelftest(b *testing.B, i int, mayExit1 bool, args ...string) selftestT
 	if err != nil && !mayExit1 {
 		b.Fatalf("iteration %d: conform %v: %v", i, args, err)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-	if err != nil {
-		b.Fatal(err)
-	}
-	var r struct {
-		DurationMS float64 `json:"duration_ms"`
-		Totals     struct{ Fail, Error int }
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		b.Fatal(err)
-	}
+	r := docReport(b, filepath.Join(out, reports.JSONFile), string(log))
 	if r.Totals.Fail+r.Totals.Error > 0 {
 		b.Fatalf("iteration %d: conform %v: %d failed, %d errors against the clean reference Harness", i, args, r.Totals.Fail, r.Totals.Error)
 	}
@@ -161,35 +150,17 @@ func BenchmarkBrokenWebSocketVerdict(b *testing.B) {
 // against it with default timers; it returns the report.
 func benchServeAndRun(b *testing.B, name string) *reports.Report {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	args := []string{"serve", "--addr", addr}
+	var flags []string
 	if name != "clean" {
-		args = append(args, "--fault", name)
+		flags = []string{"--fault", name}
 	}
-	srv := exec.Command(conformBin, args...)
-	srv.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey)
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	addr, stop := benchServe(b, flags...)
+	defer stop()
 	out := filepath.Join(b.TempDir(), "report")
 	cmd := exec.Command(conformBin, "run", "--target", "http://"+addr, "--levels", "extended", "--wait-for-target", "30s", "--out", out, "--format", "json")
 	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
-	cmd.Run() // exit 1 is the verdict; the report says the rest
-	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-	if err != nil {
-		b.Fatalf("%s: no report: %v", name, err)
-	}
-	var r reports.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		b.Fatal(err)
-	}
-	return &r
+	log, _ := cmd.CombinedOutput() // exit 1 is the verdict; the report says the rest
+	return docReport(b, filepath.Join(out, reports.JSONFile), string(log))
 }
 
 // BenchmarkFullRun measures `conform run --levels all` against `conform

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/harn-conform/conform/internal/requirements"
 	"github.com/harn-conform/conform/refharness/fault"
@@ -36,7 +33,7 @@ import (
 //	go test -run XXX -bench 'RaceDetection/clean' -benchtime 50x ./cmd/conform/
 func BenchmarkRaceDetection(b *testing.B) {
 	b.Run("clean", func(b *testing.B) {
-		addr, stop := benchServe(b, "")
+		addr, stop := benchServeJournal(b, "")
 		defer stop()
 		var run float64
 		for i := range b.N {
@@ -51,7 +48,7 @@ func BenchmarkRaceDetection(b *testing.B) {
 	})
 	for _, f := range raceFaults() {
 		b.Run(f.Name, func(b *testing.B) {
-			addr, stop := benchServe(b, f.Name)
+			addr, stop := benchServeJournal(b, f.Name)
 			defer stop()
 			levels := map[string]bool{}
 			for _, id := range f.Fails {
@@ -97,36 +94,17 @@ func BenchmarkRaceDetection(b *testing.B) {
 //
 //	go test -run XXX -bench SelftestConcurrencyCost -benchtime 5x ./cmd/conform/
 func BenchmarkSelftestConcurrencyCost(b *testing.B) {
-	var without, with, withoutRun, withRun time.Duration
+	var sum [2]selftestTime // without the concurrency checks, with them
 	for i := range b.N {
-		for _, c := range []struct {
-			filter    []string
-			wall, run *time.Duration
-		}{{[]string{"--label-filter", "!" + requirements.LabelConcurrency}, &without, &withoutRun}, {nil, &with, &withRun}} {
-			out := filepath.Join(b.TempDir(), "report")
-			start := time.Now()
-			cmd := exec.Command(conformBin, append([]string{"selftest", "--levels", "all", "--out", out, "--format", "json"}, c.filter...)...)
-			cmd.Run() // a narrowed run exits 1; the report says the rest
-			*c.wall += time.Since(start)
-			raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-			if err != nil {
-				b.Fatalf("iteration %d: no report: %v", i, err)
-			}
-			var r reports.Report
-			if err := json.Unmarshal(raw, &r); err != nil {
-				b.Fatal(err)
-			}
-			if f, e := verdicts(&r, reports.Fail), verdicts(&r, reports.Error); len(f)+len(e) > 0 {
-				b.Fatalf("iteration %d: selftest %v failed %v, erred %v", i, c.filter, f, e)
-			}
-			*c.run += time.Duration(r.DurationMS * float64(time.Millisecond))
-		}
+		// A narrowed run exits 1; the report says the rest.
+		sum[0].add(benchSelftest(b, i, true, "--levels", "all", "--label-filter", "!"+requirements.LabelConcurrency))
+		sum[1].add(benchSelftest(b, i, true, "--levels", "all"))
 	}
 	n := float64(b.N)
-	b.ReportMetric(without.Seconds()/n, "without-s/op")
-	b.ReportMetric(with.Seconds()/n, "with-s/op")
-	b.ReportMetric((with-without).Seconds()/n, "added-s/op")
-	b.ReportMetric((withRun-withoutRun).Seconds()/n, "added-run-s/op")
+	b.ReportMetric(sum[0].wall.Seconds()/n, "without-s/op")
+	b.ReportMetric(sum[1].wall.Seconds()/n, "with-s/op")
+	b.ReportMetric((sum[1].wall-sum[0].wall).Seconds()/n, "added-s/op")
+	b.ReportMetric((sum[1].run-sum[0].run).Seconds()/n, "added-run-s/op")
 }
 
 // raceFaults are the reference Harness's race faults (fault.Fault.Race),
@@ -175,26 +153,28 @@ func raceMessages(r *reports.Report, ids []string) string {
 	return b.String()
 }
 
-// benchServe serves the reference Harness (with --fault name unless name
-// is "") with its journal in a temporary directory; stop ends it.
-func benchServe(b *testing.B, name string) (addr string, stop func()) {
+// benchServe serves the reference Harness with `conform serve` and the
+// flags given (beside --addr) until stop.
+func benchServe(b *testing.B, flags ...string) (addr string, stop func()) {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr = l.Addr().String()
-	l.Close()
-	args := []string{"serve", "--addr", addr, "--data", b.TempDir()}
-	if name != "" {
-		args = append(args, "--fault", name)
-	}
-	srv := exec.Command(conformBin, args...)
+	addr = freeAddr(b)
+	srv := exec.Command(conformBin, append([]string{"serve", "--addr", addr}, flags...)...)
 	srv.Env = append(os.Environ(), "CONFORM_SERVE_API_KEY="+testKey)
 	if err := srv.Start(); err != nil {
 		b.Fatal(err)
 	}
 	return addr, func() { srv.Process.Kill(); srv.Wait() }
+}
+
+// benchServeJournal serves the reference Harness (with --fault name
+// unless name is "") with its journal in a temporary directory.
+func benchServeJournal(b *testing.B, name string) (addr string, stop func()) {
+	b.Helper()
+	flags := []string{"--data", b.TempDir()}
+	if name != "" {
+		flags = append(flags, "--fault", name)
+	}
+	return benchServe(b, flags...)
 }
 
 // benchRaceRun runs the concurrency checks of levels against addr with
@@ -205,17 +185,10 @@ func benchRaceRun(b *testing.B, addr, levels string) *reports.Report {
 	cmd := exec.Command(conformBin, "run", "--target", "http://"+addr, "--levels", levels, "--label-filter", requirements.LabelConcurrency,
 		"--wait-for-target", "30s", "--out", out, "--format", "json")
 	cmd.Env = append(os.Environ(), "CONFORM_API_KEY="+testKey)
-	cmd.Run() // exit 1 is the verdict (a narrowed run is never conformant); the report says the rest
-	raw, err := os.ReadFile(filepath.Join(out, reports.JSONFile))
-	if err != nil {
-		b.Fatalf("no report: %v", err)
-	}
-	var r reports.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		b.Fatal(err)
-	}
+	log, _ := cmd.CombinedOutput() // exit 1 is the verdict (a narrowed run is never conformant); the report says the rest
+	r := docReport(b, filepath.Join(out, reports.JSONFile), string(log))
 	if r.Stopped != nil {
 		b.Fatalf("the run stopped: %+v", *r.Stopped)
 	}
-	return &r
+	return r
 }

@@ -145,9 +145,9 @@ func TestDocsZeroToGreen(t *testing.T) {
 	}
 }
 
-// docReport reads the conform.json a docs' command wrote, failing with the
+// docReport reads the conform.json a command wrote, failing with the
 // command's output when there is none.
-func docReport(t *testing.T, path, log string) *reports.Report {
+func docReport(t testing.TB, path, log string) *reports.Report {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
