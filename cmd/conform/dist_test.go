@@ -1378,14 +1378,7 @@ func TestDistDocsTryLocally(t *testing.T) {
 		t.Fatal("the section's first block is not sh")
 	}
 	script := strings.ReplaceAll(fs[0].body, "127.0.0.1:8080", freeAddr(t))
-	dir := t.TempDir()
-	b, err := os.ReadFile(conformBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := conformDir(t)
 	out, err := runGroup(t, "the snippet", dir, ciEnv(nil), "sh", "-c", script) // as typed into a shell: no -e; the background server too
 	if err != nil {
 		t.Fatalf("the snippet failed (%v):\n%s", err, out)

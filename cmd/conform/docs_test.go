@@ -145,6 +145,21 @@ func TestDocsZeroToGreen(t *testing.T) {
 	}
 }
 
+// conformDir is a new temporary directory holding the test's binary as
+// ./conform, as the docs' commands call it.
+func conformDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(conformBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // docReport reads the conform.json a command wrote, failing with the
 // command's output when there is none.
 func docReport(t testing.TB, path, log string) *reports.Report {
@@ -709,14 +724,7 @@ func TestDocsBaseline(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	startServe(t, addr)
-	dir := t.TempDir()
-	b, err := os.ReadFile(conformBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := conformDir(t)
 	// As typed into a shell: no -e, the last command's exit code.
 	code, out := runSh(t, dir, ciEnv(map[string]string{"CONFORM_API_KEY": testKey}), "-c", strings.ReplaceAll(block, "127.0.0.1:8080", addr))
 	if code != 0 {
@@ -755,10 +763,6 @@ func TestDocsChoosingGate(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	startServe(t, addr)
-	b, err := os.ReadFile(conformBin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	check := []func(*testing.T, *reports.Report){
 		func(t *testing.T, r *reports.Report) {
 			got := byID(r)
@@ -789,10 +793,7 @@ func TestDocsChoosingGate(t *testing.T) {
 			if !strings.Contains(line, "127.0.0.1:8080") {
 				t.Fatalf("%s names no 127.0.0.1:8080 to move to a free port", line)
 			}
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "conform"), b, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			dir := conformDir(t)
 			code, out := runSh(t, dir, ciEnv(map[string]string{"CONFORM_API_KEY": testKey}), "-c", strings.ReplaceAll(line, "127.0.0.1:8080", addr))
 			if code != 0 {
 				t.Fatalf("%s: exit %d, want 0\n%.6000s", line, code, out)
